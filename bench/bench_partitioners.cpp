@@ -1,0 +1,76 @@
+// Routing throughput per core of every static partitioner, against XXH3 alone (the floor) and
+// librdkafka's own partitioner functions, on the same keys: 8, 16, 36, 128 and 1024 bytes;
+// 1 and 2 threads. Run: build/bench/bench_partitioners (see bench/README.md).
+#include "bench_keys.hpp"
+
+#include <keyroute/keyroute.hpp>
+
+#include <benchmark/benchmark.h>
+
+#ifdef KEYROUTE_BENCH_RDKAFKA
+#include <librdkafka/rdkafka.h>
+#endif
+
+#include <cstdint>
+#include <string>
+
+namespace {
+
+constexpr std::uint32_t partitions = 100;
+
+template <class Fn>
+void run(benchmark::State& state, Fn&& fn) {
+    const auto& keys = keyroute_bench::keys_of_size(static_cast<std::size_t>(state.range(0)));
+    std::size_t i = static_cast<std::size_t>(state.thread_index()) * 1024;
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(fn(keys[i & keyroute_bench::key_mask]));
+        ++i;
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+void BM_xxh3_alone(benchmark::State& state) {
+    run(state, [](const std::string& k) { return XXH3_64bits(k.data(), k.size()); });
+}
+
+template <class Partitioner>
+void BM_route(benchmark::State& state) {
+    const Partitioner p(partitions);
+    run(state, [&](const std::string& k) { return p.route(k); });
+}
+
+#ifdef KEYROUTE_BENCH_RDKAFKA
+template <int32_t (*Fn)(const rd_kafka_topic_t*, const void*, size_t, int32_t, void*, void*)>
+void BM_rdkafka(benchmark::State& state) {
+    run(state, [](const std::string& k) {
+        return Fn(nullptr, k.data(), k.size(), static_cast<int32_t>(partitions), nullptr, nullptr);
+    });
+}
+#endif
+
+void sizes(benchmark::internal::Benchmark* b) {
+    for (const int size : {8, 16, 36, 128, 1024}) b->Arg(size);
+    b->ThreadRange(1, 2)->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK(BM_xxh3_alone)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<>)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<keyroute::xxh3, keyroute::modulo_reduction>)
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction>)
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::kafka_partitioner)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_consistent_partitioner)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_fnv1a_partitioner)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_java_string_partitioner)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_murmur3_partitioner)->Apply(sizes);
+#ifdef KEYROUTE_BENCH_RDKAFKA
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_murmur2)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_consistent)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_fnv1a)->Apply(sizes);
+#endif
+
+BENCHMARK_MAIN();

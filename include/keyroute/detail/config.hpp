@@ -1,0 +1,40 @@
+#pragma once
+
+/// @file
+/// The few macros keyroute needs, and the one way it reports bad configuration.
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define KEYROUTE_HAS_EXCEPTIONS 1
+#else
+#define KEYROUTE_HAS_EXCEPTIONS 0
+#endif
+
+namespace keyroute::detail {
+
+/// Reports a configuration error: throws std::invalid_argument, or, where the library is built
+/// with -fno-exceptions, prints the message to stderr and calls std::abort().
+[[noreturn]] inline void invalid_argument(const std::string& message) {
+#if KEYROUTE_HAS_EXCEPTIONS
+    throw std::invalid_argument(message);
+#else
+    std::fprintf(stderr, "keyroute: invalid argument: %s\n", message.c_str());
+    std::abort();
+#endif
+}
+
+/// Same as invalid_argument, for an error found while parsing external input (a stamp, a file).
+[[noreturn]] inline void runtime_error(const std::string& message) {
+#if KEYROUTE_HAS_EXCEPTIONS
+    throw std::runtime_error(message);
+#else
+    std::fprintf(stderr, "keyroute: error: %s\n", message.c_str());
+    std::abort();
+#endif
+}
+
+}  // namespace keyroute::detail

@@ -1,0 +1,11 @@
+#pragma once
+
+/// @file
+/// keyroute: decide an event's partition before the producer publishes it.
+/// This umbrella header includes every core header; the Kafka adapter
+/// (<keyroute/kafka/rdkafka.hpp>) is separate because it needs librdkafka.
+
+#include "version.hpp"
+#include "hash.hpp"
+#include "reduce.hpp"
+#include "partitioner.hpp"

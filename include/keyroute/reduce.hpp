@@ -1,0 +1,90 @@
+#pragma once
+
+/// @file
+/// Reductions: how a partitioner turns a 32- or 64-bit hash into a partition in [0, n).
+///
+/// The reduction interface (robin-map's growth policies are the model):
+///
+///     struct my_reduction {
+///         explicit my_reduction(std::uint32_t n);           // n >= 1, checked by the caller
+///         std::uint32_t operator()(std::uint32_t h) const noexcept;
+///         std::uint32_t operator()(std::uint64_t h) const noexcept;
+///     };
+///
+/// modulo_reduction and fastmod_reduction return exactly `h % n` (the contract of every named
+/// partitioner); fastrange_reduction returns `(h * n) >> bits`, a different but equally uniform
+/// mapping for users who need no compatibility with another client.
+
+#include <cstdint>
+
+namespace keyroute {
+
+namespace detail {
+__extension__ using uint128 = unsigned __int128;
+}  // namespace detail
+
+/// Exact `h % n` with the hardware divider.
+class modulo_reduction {
+public:
+    constexpr explicit modulo_reduction(std::uint32_t n) noexcept : m_n(n) {}
+
+    [[nodiscard]] constexpr auto operator()(std::uint32_t h) const noexcept -> std::uint32_t {
+        return h % m_n;
+    }
+    [[nodiscard]] constexpr auto operator()(std::uint64_t h) const noexcept -> std::uint32_t {
+        return static_cast<std::uint32_t>(h % m_n);
+    }
+
+private:
+    std::uint32_t m_n;
+};
+
+/// Exact `h % n` by multiplication with a precomputed inverse (Lemire, Kaser and Kurz, "Faster
+/// Remainder by Direct Computation", 2019): with M = floor((2^F - 1) / n) + 1 and F = 2N bits for
+/// N-bit hashes, h % n = ((M * h mod 2^F) * n) >> F for every h and every n >= 1.
+class fastmod_reduction {
+public:
+    constexpr explicit fastmod_reduction(std::uint32_t n) noexcept
+        : m_m32(~std::uint64_t{0} / n + 1), m_m64(~detail::uint128{0} / n + 1), m_n(n) {}
+
+    [[nodiscard]] constexpr auto operator()(std::uint32_t h) const noexcept -> std::uint32_t {
+        const std::uint64_t low = m_m32 * h;
+        return static_cast<std::uint32_t>((detail::uint128{low} * m_n) >> 64U);
+    }
+    [[nodiscard]] constexpr auto operator()(std::uint64_t h) const noexcept -> std::uint32_t {
+        const detail::uint128 low = m_m64 * h;
+        // (low * n) >> 128, with low split in 64-bit halves so every product fits 128 bits.
+        const detail::uint128 bottom =
+            (detail::uint128{static_cast<std::uint64_t>(low)} * m_n) >> 64U;
+        const detail::uint128 top = static_cast<detail::uint128>(low >> 64U) * m_n;
+        return static_cast<std::uint32_t>((bottom + top) >> 64U);
+    }
+
+private:
+    std::uint64_t m_m32;
+    detail::uint128 m_m64;
+    std::uint32_t m_n;
+};
+
+/// Multiply-shift (Lemire's "fastrange"): `(h * n) >> 32` or `>> 64`. Uses the hash's high bits;
+/// not `h % n`, so it matches no other client. The cheapest uniform reduction.
+class fastrange_reduction {
+public:
+    constexpr explicit fastrange_reduction(std::uint32_t n) noexcept : m_n(n) {}
+
+    [[nodiscard]] constexpr auto operator()(std::uint32_t h) const noexcept -> std::uint32_t {
+        return static_cast<std::uint32_t>((std::uint64_t{h} * m_n) >> 32U);
+    }
+    [[nodiscard]] constexpr auto operator()(std::uint64_t h) const noexcept -> std::uint32_t {
+        return static_cast<std::uint32_t>((detail::uint128{h} * m_n) >> 64U);
+    }
+
+private:
+    std::uint32_t m_n;
+};
+
+/// The exact reduction the partitioners use by default: `h % n`, computed the way that
+/// measured fastest on the reference machine (see bench/README.md).
+using exact_reduction = fastmod_reduction;
+
+}  // namespace keyroute

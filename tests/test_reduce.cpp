@@ -1,0 +1,53 @@
+// Reductions: fastmod is exactly %, fastrange stays in range and is the high-bits product.
+#include "keyroute_catch.hpp"
+
+#include <keyroute/reduce.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+TEST_CASE("fastmod_reduction equals % for 32- and 64-bit hashes", "[reduce]") {
+    std::mt19937_64 rng(7);
+    std::vector<std::uint32_t> divisors = {1U, 2U, 3U, 7U, 8U, 12U, 64U, 100U, 1000U, 65535U,
+                                           65536U, 65537U, 0x7fffffffU, 0x80000000U,
+                                           0xfffffffeU, 0xffffffffU};
+    for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<std::uint32_t>(rng()) | 1U);
+    const std::vector<std::uint64_t> edges = {0U, 1U, 0x7fffffffU, 0x80000000U, 0xffffffffU,
+                                              0x100000000ULL, std::numeric_limits<std::uint64_t>::max(),
+                                              std::numeric_limits<std::uint64_t>::max() - 1};
+    for (const std::uint32_t n : divisors) {
+        const keyroute::fastmod_reduction fast(n);
+        const keyroute::modulo_reduction slow(n);
+        for (const std::uint64_t e : edges) {
+            REQUIRE(fast(e) == slow(e));
+            REQUIRE(fast(static_cast<std::uint32_t>(e)) == slow(static_cast<std::uint32_t>(e)));
+            // Values just around multiples of n, where an off-by-one inverse would show.
+            const std::uint64_t m = e - e % n;
+            REQUIRE(fast(m) == 0U);
+            if (m > 0) REQUIRE(fast(m - 1) == slow(m - 1));
+        }
+        for (int j = 0; j < 2000; ++j) {
+            const std::uint64_t h = rng();
+            REQUIRE(fast(h) == h % n);
+            const auto h32 = static_cast<std::uint32_t>(h);
+            REQUIRE(fast(h32) == h32 % n);
+        }
+    }
+}
+
+TEST_CASE("fastrange_reduction is the high half of h * n", "[reduce]") {
+    std::mt19937_64 rng(11);
+    for (const std::uint32_t n : {1U, 3U, 100U, 0xffffffffU}) {
+        const keyroute::fastrange_reduction r(n);
+        CHECK(r(std::uint64_t{0}) == 0U);
+        CHECK(r(std::numeric_limits<std::uint64_t>::max()) == n - 1);
+        CHECK(r(std::numeric_limits<std::uint32_t>::max()) == n - 1);
+        for (int j = 0; j < 1000; ++j) {
+            const auto h = static_cast<std::uint32_t>(rng());
+            REQUIRE(r(h) == static_cast<std::uint32_t>((std::uint64_t{h} * n) >> 32U));
+            REQUIRE(r(h) < n);
+        }
+    }
+}
