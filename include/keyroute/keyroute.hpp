@@ -9,3 +9,4 @@
 #include "hash.hpp"
 #include "reduce.hpp"
 #include "partitioner.hpp"
+#include "stamp.hpp"
