@@ -1,0 +1,495 @@
+#pragma once
+
+/// @file
+/// The librdkafka adapter: route before produce, plug keyroute partitioners into librdkafka's
+/// partitioner callbacks, and read ordering stamps back on consume.
+///
+/// Optional: include it only where librdkafka (C and C++ API) is installed, and link the
+/// `keyroute::rdkafka` CMake target. The core headers never include librdkafka.
+///
+/// Two ways to choose a partition with librdkafka:
+///
+/// 1. Route first, then produce to an explicit partition (keyroute::kafka::produce). This is the
+///    only correct path for keyroute::salting_router and anything else whose `decide()` has side
+///    effects: librdkafka may call a partitioner callback more than once per message (again after
+///    a metadata refresh, for messages queued before the topic was known) and from any of its
+///    threads, so a callback that counts load or numbers stamps would miscount, and its stamp
+///    could not reach the message's headers anyway.
+/// 2. Let librdkafka call a *static* keyroute partitioner (partitioner_cb,
+///    stateless_partitioner_cb, cpp_partitioner_cb, cpp_key_pointer_partitioner_cb). Static partitioners are pure functions
+///    of (key, partition count), so repeated calls from any thread are harmless.
+
+#include "../detail/config.hpp"
+#include "../stamp.hpp"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace keyroute::kafka {
+
+/// One extra message header for keyroute::kafka::produce.
+struct header {
+    const char* name = nullptr;  ///< NUL-terminated header name; must not be null
+    std::string_view value;      ///< the bytes, copied; a default (null) view is a null value
+};
+
+/// A non-owning view of extra headers: an initializer list, a contiguous container of `header`
+/// (std::vector, std::array) or a pointer and a count. It refers to the caller's headers, which
+/// must outlive the produce call (a braced list written in the call's argument list does).
+class header_list {
+public:
+    constexpr header_list() noexcept = default;
+    constexpr header_list(const header* first, std::size_t count) noexcept
+        : m_first(first), m_count(count) {}
+    // A braced list lives until the end of the full expression: fine as a call argument only.
+    constexpr header_list(std::initializer_list<header> list) noexcept
+        : m_first(std::data(list)), m_count(list.size()) {}
+    template <class Container,
+              class = std::enable_if_t<std::is_convertible_v<
+                  decltype(std::declval<const Container&>().data()), const header*>>>
+    constexpr header_list(const Container& c) noexcept  // NOLINT: implicit by design
+        : m_first(c.data()), m_count(c.size()) {}
+
+    [[nodiscard]] constexpr auto begin() const noexcept -> const header* { return m_first; }
+    [[nodiscard]] constexpr auto end() const noexcept -> const header* { return m_first + m_count; }
+    [[nodiscard]] constexpr auto size() const noexcept -> std::size_t { return m_count; }
+    [[nodiscard]] constexpr auto empty() const noexcept -> bool { return m_count == 0; }
+
+private:
+    const header* m_first = nullptr;
+    std::size_t m_count = 0;
+};
+
+/// What keyroute::kafka::produce did. On failure the routing decision has already been made (and,
+/// for a salting router, counted and stamped): retry with produce_to(partition, stamp, ...), do
+/// not route the same event again, or the stamp sequence gets a gap and a duplicate.
+struct produce_result {
+    /// RD_KAFKA_RESP_ERR_NO_ERROR when librdkafka queued the message; otherwise the error
+    /// rd_kafka_produceva returned (e.g. RD_KAFKA_RESP_ERR__QUEUE_FULL: poll, then retry).
+    rd_kafka_resp_err_t error = RD_KAFKA_RESP_ERR_NO_ERROR;
+    std::int32_t partition = RD_KAFKA_PARTITION_UA;  ///< the partition the message was sent to
+    keyroute::stamp stamp{};  ///< the stamp written in the header; a false stamp means none
+
+    /// True when the message was queued.
+    [[nodiscard]] explicit operator bool() const noexcept {
+        return error == RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+};
+
+namespace detail {
+
+template <class Router, class = void>
+struct has_decide : std::false_type {};
+template <class Router>
+struct has_decide<Router, std::void_t<decltype(std::declval<Router&>().decide(
+                              std::declval<std::string_view>()))>> : std::true_type {};
+
+template <class Router, class = void>
+struct has_route : std::false_type {};
+template <class Router>
+struct has_route<Router, std::void_t<decltype(std::declval<const Router&>().route(
+                             std::declval<std::string_view>()))>> : std::true_type {};
+
+template <class Partitioner>
+constexpr auto check_static_partitioner() -> bool {
+    static_assert(std::is_constructible_v<Partitioner, std::uint64_t>,
+                  "keyroute::kafka: the partitioner must be constructible from a partition count "
+                  "(explicit P(std::uint64_t partitions))");
+    static_assert(has_route<Partitioner>::value,
+                  "keyroute::kafka: the partitioner needs `route(std::string_view) const`");
+    static_assert(noexcept(std::declval<const Partitioner&>().route(std::string_view{})),
+                  "keyroute::kafka: librdkafka calls partitioners from C code, so "
+                  "`route(std::string_view) const` must be noexcept");
+    return true;
+}
+
+/// A key pointer from librdkafka as a view; non-NULL even for the empty key.
+inline auto key_view(const void* key, std::size_t len) noexcept -> std::string_view {
+    return {static_cast<const char*>(key), len};
+}
+
+/// The partition of `key` among `partition_cnt`: `own` when the count matches, else a
+/// partitioner built for that count (no shared state, so safe from any thread).
+template <class Partitioner>
+auto route_for_count(const Partitioner& own, std::string_view key,
+                     std::int32_t partition_cnt) noexcept -> std::int32_t {
+    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
+    const auto n = static_cast<std::uint32_t>(partition_cnt);
+    if (n == own.partitions()) return static_cast<std::int32_t>(own.route(key));
+#if KEYROUTE_HAS_EXCEPTIONS
+    try {
+        return static_cast<std::int32_t>(Partitioner(n).route(key));
+    } catch (...) {
+        return RD_KAFKA_PARTITION_UA;  // a count this scheme rejects; librdkafka's own answer
+    }
+#else
+    return static_cast<std::int32_t>(Partitioner(n).route(key));
+#endif
+}
+
+inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
+                    std::size_t size) noexcept {
+    vu.vtype = type;
+    vu.u.mem.ptr = const_cast<void*>(data);  // librdkafka copies (RD_KAFKA_MSG_F_COPY)
+    vu.u.mem.size = size;
+}
+
+}  // namespace detail
+
+/// Produces one message to an explicit `partition` of `topic`, the key as the message key, and,
+/// when `s` is a real stamp (`bool(s)`), the header keyroute::stamp_header_name holding
+/// `encode_stamp(s)`, after the `extra` headers (so it is the last one of that name).
+///
+/// Key, value and headers are copied (RD_KAFKA_MSG_F_COPY); `opaque` reaches the delivery report
+/// as `rkmessage->_private`. An empty key is sent as an empty (non-null) key; a default
+/// (null-data) `value` is sent as a null value.
+///
+/// @pre `rk` is a producer, `topic` a NUL-terminated name, `partition` < the topic's partition
+///      count (else the message fails with RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION).
+/// @returns RD_KAFKA_RESP_ERR_NO_ERROR when queued; RD_KAFKA_RESP_ERR__INVALID_ARG for a null
+///          `rk`/`topic`/header name or a negative partition; otherwise librdkafka's error.
+/// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute when there
+/// are no extra headers; with extra headers, one librdkafka header list (owned by the message).
+[[nodiscard]] inline auto produce_to(rd_kafka_t* rk, const char* topic, std::int32_t partition,
+                                     const keyroute::stamp& s, std::string_view key,
+                                     std::string_view value, header_list extra = {},
+                                     void* opaque = nullptr) noexcept -> rd_kafka_resp_err_t {
+    if (rk == nullptr || topic == nullptr || partition < 0) return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    for (const auto& h : extra) {
+        if (h.name == nullptr) return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    }
+    const encoded_stamp bytes = s ? encode_stamp(s) : encoded_stamp{};
+    // The header name must be NUL-terminated; stamp_header_name is a literal, so data() is.
+    const char* const stamp_name = stamp_header_name.data();
+
+    std::array<rd_kafka_vu_t, 7> vus{};
+    std::size_t n = 0;
+    vus[n].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vus[n++].u.cstr = topic;
+    vus[n].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vus[n++].u.i32 = partition;
+    detail::set_mem(vus[n++], RD_KAFKA_VTYPE_KEY, key.data() != nullptr ? key.data() : "",
+                    key.size());
+    detail::set_mem(vus[n++], RD_KAFKA_VTYPE_VALUE, value.data(), value.size());
+    vus[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vus[n++].u.i = RD_KAFKA_MSG_F_COPY;
+    vus[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vus[n++].u.ptr = opaque;
+
+    rd_kafka_headers_t* list = nullptr;
+    if (!extra.empty()) {
+        // V_HEADER and V_HEADERS must not be mixed: with extras, everything goes in one list.
+        list = rd_kafka_headers_new(extra.size() + 1);
+        for (const auto& h : extra) {
+            const auto err = rd_kafka_header_add(list, h.name, -1, h.value.data(),
+                                                 static_cast<ssize_t>(h.value.size()));
+            if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                rd_kafka_headers_destroy(list);
+                return err;
+            }
+        }
+        if (s) {
+            const auto err = rd_kafka_header_add(list, stamp_name, -1, bytes.data(),
+                                                 static_cast<ssize_t>(bytes.size));
+            if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                rd_kafka_headers_destroy(list);
+                return err;
+            }
+        }
+        vus[n].vtype = RD_KAFKA_VTYPE_HEADERS;
+        vus[n++].u.headers = list;
+    } else if (s) {
+        vus[n].vtype = RD_KAFKA_VTYPE_HEADER;
+        vus[n].u.header.name = stamp_name;
+        vus[n].u.header.val = bytes.data();
+        vus[n++].u.header.size = static_cast<ssize_t>(bytes.size);
+    }
+
+    rd_kafka_error_t* error = rd_kafka_produceva(rk, vus.data(), n);
+    if (error == nullptr) return RD_KAFKA_RESP_ERR_NO_ERROR;
+    const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    if (list != nullptr) rd_kafka_headers_destroy(list);  // not taken over on failure
+    return code;
+}
+
+namespace detail {
+
+template <class Decision>
+auto produce_decision(rd_kafka_t* rk, const char* topic, const Decision& d, std::string_view key,
+                      std::string_view value, header_list extra, void* opaque) noexcept
+    -> produce_result {
+    produce_result r;
+    r.partition = static_cast<std::int32_t>(d.partition);
+    r.stamp = d.stamp;
+    r.error = produce_to(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
+    return r;
+}
+
+}  // namespace detail
+
+/// Routes `key` with `router` and produces the message to the chosen partition (produce_to).
+///
+/// `router` is either a router with `decide(key)` returning `{partition, ..., stamp}` (such as
+/// keyroute::salting_router; the stamp, when real, is written as the stamp header), or a static
+/// partitioner with `route(key) const` (no stamp). `decide()` is called exactly once.
+///
+/// @pre The router's partition count equals the topic's (a larger one fails with
+///      RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION; a smaller one silently leaves partitions unused).
+/// @returns the partition, the stamp and librdkafka's error code; on failure see produce_result.
+/// Thread-safety: as the router's `decide()`/`route()` and rd_kafka_produceva.
+template <class Router>
+[[nodiscard]] auto produce(rd_kafka_t* rk, const char* topic, Router& router, std::string_view key,
+                           std::string_view value, header_list extra = {},
+                           void* opaque = nullptr) -> produce_result {
+    if constexpr (detail::has_decide<Router>::value) {
+        return detail::produce_decision(rk, topic, router.decide(key), key, value, extra, opaque);
+    } else {
+        static_assert(detail::has_route<Router>::value,
+                      "keyroute::kafka::produce: the router needs decide(key) or route(key)");
+        produce_result r;
+        r.partition = static_cast<std::int32_t>(router.route(key));
+        r.error = produce_to(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
+        return r;
+    }
+}
+
+/// Same as produce(), for an event whose time the caller supplies: calls
+/// `router.decide(key, now)` (event-time routing, replays, tests). Requires such a `decide`.
+template <class Router, class TimePoint>
+[[nodiscard]] auto produce_at(rd_kafka_t* rk, const char* topic, Router& router, TimePoint now,
+                              std::string_view key, std::string_view value,
+                              header_list extra = {}, void* opaque = nullptr) -> produce_result {
+    return detail::produce_decision(rk, topic, router.decide(key, now), key, value, extra, opaque);
+}
+
+/// Plugs a static keyroute partitioner into librdkafka's C API, through the topic opaque:
+///
+///     keyroute::kafka::partitioner_cb<keyroute::kafka_partitioner> cb(16);
+///     cb.install(topic_conf);  // sets the partitioner callback and the topic opaque to &cb
+///
+/// Partition count: librdkafka passes the topic's count with every call. When it equals
+/// `partitioner().partitions()` the stored partitioner answers (no allocation, no lock); when it
+/// differs (the topic grew), a partitioner for that count is built on the stack for the call, so
+/// the result always equals `Partitioner(partition_cnt).route(key)`, like librdkafka's own
+/// partitioners. There is no cache, hence no shared mutable state.
+///
+/// NULL keys follow librdkafka's convention: a random available partition
+/// (rd_kafka_msg_partitioner_random). librdkafka itself sends keyless messages to its sticky
+/// partitioner and never calls a partitioner callback for them; the branch covers direct calls.
+/// An empty non-NULL key is hashed like any other key (as librdkafka's murmur2 and fnv1a do).
+///
+/// @pre The object outlives every topic created from the configured topic conf, and nothing else
+///      uses that conf's topic opaque (use stateless_partitioner_cb if something does).
+/// Thread-safety: immutable after construction; librdkafka may call it from any thread.
+template <class Partitioner>
+class partitioner_cb {
+    static_assert(detail::check_static_partitioner<Partitioner>());
+
+public:
+    /// @throws std::invalid_argument as `Partitioner(partitions)`.
+    explicit partitioner_cb(std::uint64_t partitions) : m_partitioner(partitions) {}
+    explicit partitioner_cb(Partitioner partitioner) : m_partitioner(std::move(partitioner)) {}
+
+    /// Sets this object as `conf`'s partitioner callback and topic opaque.
+    void install(rd_kafka_topic_conf_t* conf) const noexcept {
+        rd_kafka_topic_conf_set_partitioner_cb(conf, &callback);
+        rd_kafka_topic_conf_set_opaque(conf, const_cast<partitioner_cb*>(this));
+    }
+
+    /// The partition of a (non-NULL) key among `partition_cnt`; RD_KAFKA_PARTITION_UA when
+    /// `partition_cnt` <= 0 or the scheme rejects it.
+    [[nodiscard]] auto partition(std::string_view key, std::int32_t partition_cnt) const noexcept
+        -> std::int32_t {
+        return detail::route_for_count(m_partitioner, key, partition_cnt);
+    }
+
+    /// The function installed with rd_kafka_topic_conf_set_partitioner_cb; `rkt_opaque` must be
+    /// a `partitioner_cb*`.
+    static auto callback(const rd_kafka_topic_t* rkt, const void* key, std::size_t keylen,
+                         std::int32_t partition_cnt, void* rkt_opaque,
+                         void* msg_opaque) noexcept -> std::int32_t {
+        if (key == nullptr) {
+            return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
+                                                   msg_opaque);
+        }
+        return static_cast<const partitioner_cb*>(rkt_opaque)
+            ->partition(detail::key_view(key, keylen), partition_cnt);
+    }
+
+    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_partitioner; }
+
+private:
+    Partitioner m_partitioner;
+};
+
+/// A partitioner callback for the C API that needs no object and leaves the topic opaque free:
+///
+///     rd_kafka_topic_conf_set_partitioner_cb(tconf,
+///         &keyroute::kafka::stateless_partitioner_cb<keyroute::kafka_partitioner>);
+///
+/// Builds `Partitioner(partition_cnt)` on the stack on every call: O(1) and allocation-free for
+/// keyroute's hash partitioners, a little slower than partitioner_cb. NULL keys as partitioner_cb.
+template <class Partitioner>
+auto stateless_partitioner_cb(const rd_kafka_topic_t* rkt, const void* key, std::size_t keylen,
+                              std::int32_t partition_cnt, void* rkt_opaque,
+                              void* msg_opaque) noexcept -> std::int32_t {
+    static_assert(detail::check_static_partitioner<Partitioner>());
+    if (key == nullptr) {
+        return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
+                                               msg_opaque);
+    }
+    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
+    const auto n = static_cast<std::uint32_t>(partition_cnt);
+#if KEYROUTE_HAS_EXCEPTIONS
+    try {
+        return static_cast<std::int32_t>(Partitioner(n).route(detail::key_view(key, keylen)));
+    } catch (...) {
+        return RD_KAFKA_PARTITION_UA;
+    }
+#else
+    return static_cast<std::int32_t>(Partitioner(n).route(detail::key_view(key, keylen)));
+#endif
+}
+
+/// Plugs a static keyroute partitioner into the C++ API (`RdKafka::PartitionerCb`):
+///
+///     keyroute::kafka::cpp_partitioner_cb<keyroute::kafka_partitioner> cb(16);
+///     topic_conf->set("partitioner_cb", &cb, errstr);
+///
+/// Partition counts as partitioner_cb. The C++ API hands the key over as a `std::string` (it
+/// copies it per call, and a NULL key arrives as an empty one), so every key is hashed; use
+/// cpp_key_pointer_partitioner_cb to avoid the copy. The object must outlive the topics.
+/// Thread-safety: immutable after construction.
+template <class Partitioner>
+class cpp_partitioner_cb final : public RdKafka::PartitionerCb {
+    static_assert(detail::check_static_partitioner<Partitioner>());
+
+public:
+    /// @throws std::invalid_argument as `Partitioner(partitions)`.
+    explicit cpp_partitioner_cb(std::uint64_t partitions) : m_partitioner(partitions) {}
+    explicit cpp_partitioner_cb(Partitioner partitioner) : m_partitioner(std::move(partitioner)) {}
+
+    /// The partition of `*key` (empty when null) among `partition_cnt`.
+    auto partitioner_cb(const RdKafka::Topic* /*topic*/, const std::string* key,
+                        std::int32_t partition_cnt, void* /*msg_opaque*/) noexcept
+        -> std::int32_t override {
+        const std::string_view k = key != nullptr ? std::string_view(*key) : std::string_view("");
+        return detail::route_for_count(m_partitioner, k, partition_cnt);
+    }
+
+    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_partitioner; }
+
+private:
+    Partitioner m_partitioner;
+};
+
+/// The C++ API's key-pointer variant (`RdKafka::PartitionerKeyPointerCb`, no key copy):
+///
+///     topic_conf->set("partitioner_key_pointer_cb", &cb, errstr);
+///
+/// Partition counts as partitioner_cb; a NULL key goes to a random available partition
+/// (rd_kafka_msg_partitioner_random), librdkafka's convention. The object must outlive the topics.
+template <class Partitioner>
+class cpp_key_pointer_partitioner_cb final : public RdKafka::PartitionerKeyPointerCb {
+    static_assert(detail::check_static_partitioner<Partitioner>());
+
+public:
+    /// @throws std::invalid_argument as `Partitioner(partitions)`.
+    explicit cpp_key_pointer_partitioner_cb(std::uint64_t partitions)
+        : m_partitioner(partitions) {}
+    explicit cpp_key_pointer_partitioner_cb(Partitioner partitioner)
+        : m_partitioner(std::move(partitioner)) {}
+
+    /// The partition of the key among `partition_cnt`.
+    auto partitioner_cb(const RdKafka::Topic* topic, const void* key, std::size_t key_len,
+                        std::int32_t partition_cnt, void* msg_opaque) noexcept
+        -> std::int32_t override {
+        if (key == nullptr) {
+            // c_ptr() is non-const only by declaration; the random partitioner reads the topic.
+            return rd_kafka_msg_partitioner_random(
+                const_cast<RdKafka::Topic*>(topic)->c_ptr(), key, key_len, partition_cnt,
+                nullptr, msg_opaque);
+        }
+        return detail::route_for_count(m_partitioner, detail::key_view(key, key_len),
+                                       partition_cnt);
+    }
+
+    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_partitioner; }
+
+private:
+    Partitioner m_partitioner;
+};
+
+/// Reads the stamp a producer wrote with produce()/produce_to() from a consumed message: the
+/// last header named keyroute::stamp_header_name, decoded with try_decode_stamp.
+///
+/// @returns the stamp; or nullopt with `*error` (when given) set to:
+///          - stamp_error::none when the message carries no stamp header (an unstamped event,
+///            or an error message: check `message->err` first);
+///          - the decoder's reason when the header is malformed (a null header value is
+///            stamp_error::empty);
+///          - stamp_error::truncated when librdkafka cannot parse the message's header block.
+/// Never throws; no allocation by keyroute (librdkafka parses the headers once per message).
+[[nodiscard]] inline auto try_read_stamp(const rd_kafka_message_t* message,
+                                         stamp_error* error = nullptr) noexcept
+    -> std::optional<keyroute::stamp> {
+    if (error != nullptr) *error = stamp_error::none;
+    if (message == nullptr || message->err != RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+    rd_kafka_headers_t* headers = nullptr;
+    const auto err = rd_kafka_message_headers(message, &headers);
+    if (err == RD_KAFKA_RESP_ERR__NOENT) return std::nullopt;
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (error != nullptr) *error = stamp_error::truncated;
+        return std::nullopt;
+    }
+    const void* value = nullptr;
+    std::size_t size = 0;
+    if (rd_kafka_header_get_last(headers, stamp_header_name.data(), &value, &size) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return std::nullopt;
+    }
+    return try_decode_stamp(
+        value != nullptr ? std::string_view(static_cast<const char*>(value), size)
+                         : std::string_view(),
+        error);
+}
+
+/// try_read_stamp for a C++ API message (reads through `message.c_ptr()`, no copy).
+[[nodiscard]] inline auto try_read_stamp(RdKafka::Message& message,
+                                         stamp_error* error = nullptr) noexcept
+    -> std::optional<keyroute::stamp> {
+    return try_read_stamp(message.c_ptr(), error);
+}
+
+/// Reads the stamp of a consumed message: nullopt when it carries none.
+/// @throws std::runtime_error naming the reason (see stamp_error) when the header is malformed.
+[[nodiscard]] inline auto read_stamp(const rd_kafka_message_t* message)
+    -> std::optional<keyroute::stamp> {
+    stamp_error e = stamp_error::none;
+    auto s = try_read_stamp(message, &e);
+    if (!s && e != stamp_error::none) {
+        keyroute::detail::runtime_error(std::string("keyroute: malformed ") +
+                                        std::string(stamp_header_name) + " header: " +
+                                        to_string(e));
+    }
+    return s;
+}
+
+/// read_stamp for a C++ API message.
+[[nodiscard]] inline auto read_stamp(RdKafka::Message& message) -> std::optional<keyroute::stamp> {
+    return read_stamp(message.c_ptr());
+}
+
+}  // namespace keyroute::kafka

@@ -1,0 +1,291 @@
+// Compatibility through a real Kafka protocol cluster (librdkafka's mock, 3 brokers, 16
+// partitions): every message librdkafka's own partitioners place, and every message placed by
+// keyroute's partitioner callbacks, lands (delivery report) and is read back (consumer) on the
+// partition keyroute's matching partitioner computes.
+#include "kafka_mock.hpp"
+#include "keyroute_catch.hpp"
+
+#include <keyroute/kafka/rdkafka.hpp>
+#include <keyroute/partitioner.hpp>
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace kt = keyroute_test::kafka;
+
+constexpr int partition_count = 16;
+
+auto cluster() -> kt::mock_cluster& {
+    static kt::mock_cluster c(3);
+    return c;
+}
+
+auto new_topic(const std::string& stem) -> std::string {
+    static std::atomic<int> n{0};
+    std::string name = "compat-" + stem + "-" + std::to_string(n++);
+    cluster().create_topic(name, partition_count);
+    return name;
+}
+
+// 12001 keys: readable ids, random binary keys of 1 to 40 bytes, and the empty key.
+auto keys() -> const std::vector<std::string>& {
+    static const std::vector<std::string> k = [] {
+        std::vector<std::string> out;
+        for (int i = 0; i < 10000; ++i) out.push_back("user-" + std::to_string(i * 7919));
+        std::mt19937_64 rng(20261201);
+        for (int i = 0; i < 2000; ++i) {
+            std::string s(1 + rng() % 40, '\0');
+            for (auto& c : s) c = static_cast<char>(rng());
+            out.push_back(std::move(s));
+        }
+        out.emplace_back();
+        return out;
+    }();
+    return k;
+}
+
+struct landing {
+    std::vector<std::int32_t> delivered;  // by key index, from delivery reports
+    std::vector<std::int32_t> consumed;   // by key index, read back from the cluster
+    std::size_t delivery_failures = 0;
+    std::size_t records = 0;              // records in the topic
+};
+
+auto read_back(const std::string& topic, landing& out) {
+    out.consumed.assign(keys().size(), -1);
+    const auto records = kt::read_all(cluster().bootstraps(), topic, partition_count);
+    out.records = records.size();
+    for (const auto& r : records) {
+        const auto id = std::stoul(r.value);
+        if (id < out.consumed.size() && r.key == keys()[id]) {
+            out.consumed[id] = r.partition;
+        }
+    }
+}
+
+// Produces every key with RD_KAFKA_PARTITION_UA (the topic's partitioner chooses) through the C
+// API; `tconf` becomes the default topic configuration.
+auto land_c(const std::string& topic, rd_kafka_topic_conf_t* tconf) -> landing {
+    kt::delivery_log log(keys().size());
+    landing out;
+    {
+        kt::handle rk = kt::make_producer(cluster().bootstraps(), log, {}, tconf);
+        for (std::size_t i = 0; i < keys().size(); ++i) {
+            const std::string& key = keys()[i];
+            const std::string value = std::to_string(i);
+            rd_kafka_vu_t vus[5];
+            vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+            vus[0].u.cstr = topic.c_str();
+            vus[1].vtype = RD_KAFKA_VTYPE_KEY;
+            vus[1].u.mem.ptr = const_cast<char*>(key.c_str());
+            vus[1].u.mem.size = key.size();
+            vus[2].vtype = RD_KAFKA_VTYPE_VALUE;
+            vus[2].u.mem.ptr = const_cast<char*>(value.data());
+            vus[2].u.mem.size = value.size();
+            vus[3].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+            vus[3].u.i = RD_KAFKA_MSG_F_COPY;
+            vus[4].vtype = RD_KAFKA_VTYPE_OPAQUE;
+            vus[4].u.ptr = kt::delivery_log::opaque(i);
+            rd_kafka_error_t* error = rd_kafka_produceva(rk.get(), vus, 5);
+            REQUIRE(error == nullptr);
+            rd_kafka_poll(rk.get(), 0);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(20)));
+    }
+    out.delivered.reserve(log.by_id.size());
+    for (const auto& r : log.by_id) out.delivered.push_back(r.count == 1 ? r.partition : -2);
+    out.delivery_failures = log.failures;
+    read_back(topic, out);
+    return out;
+}
+
+auto land_native(const char* partitioner) -> landing {
+    rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+    kt::set(tconf, "partitioner", partitioner);
+    return land_c(new_topic(partitioner), tconf);
+}
+
+struct cpp_delivery : RdKafka::DeliveryReportCb {
+    kt::delivery_log* log = nullptr;
+    void dr_cb(RdKafka::Message& message) override { log->record(message.c_ptr()); }
+};
+
+// Same through the C++ API, with `cb` set on the topic as `cb_name`.
+template <class Callback>
+auto land_cpp(const std::string& topic, const char* cb_name, Callback* cb, bool key_pointer)
+    -> landing {
+    kt::delivery_log log(keys().size());
+    cpp_delivery dr;
+    dr.log = &log;
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    REQUIRE(conf->set("bootstrap.servers", cluster().bootstraps(), err) == RdKafka::Conf::CONF_OK);
+    REQUIRE(conf->set("linger.ms", "5", err) == RdKafka::Conf::CONF_OK);
+    REQUIRE(conf->set("log_level", kt::log_level(), err) == RdKafka::Conf::CONF_OK);
+    REQUIRE(conf->set("queue.buffering.max.messages", "200000", err) == RdKafka::Conf::CONF_OK);
+    REQUIRE(conf->set("dr_cb", &dr, err) == RdKafka::Conf::CONF_OK);
+    std::unique_ptr<RdKafka::Conf> tconf(RdKafka::Conf::create(RdKafka::Conf::CONF_TOPIC));
+    REQUIRE(tconf->set(cb_name, cb, err) == RdKafka::Conf::CONF_OK);
+    {
+        std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+        REQUIRE(producer);
+        std::unique_ptr<RdKafka::Topic> rkt(
+            RdKafka::Topic::create(producer.get(), topic, tconf.get(), err));
+        REQUIRE(rkt);
+        for (std::size_t i = 0; i < keys().size(); ++i) {
+            std::string value = std::to_string(i);
+            const RdKafka::ErrorCode e =
+                key_pointer
+                    ? producer->produce(rkt.get(), RdKafka::Topic::PARTITION_UA,
+                                        RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(),
+                                        keys()[i].c_str(), keys()[i].size(),
+                                        kt::delivery_log::opaque(i))
+                    : producer->produce(rkt.get(), RdKafka::Topic::PARTITION_UA,
+                                        RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(),
+                                        &keys()[i], kt::delivery_log::opaque(i));
+            REQUIRE(e == RdKafka::ERR_NO_ERROR);
+            producer->poll(0);
+        }
+        REQUIRE(producer->flush(20000) == RdKafka::ERR_NO_ERROR);
+    }
+    landing out;
+    for (const auto& r : log.by_id) out.delivered.push_back(r.count == 1 ? r.partition : -2);
+    out.delivery_failures = log.failures;
+    read_back(topic, out);
+    return out;
+}
+
+// Keys whose delivered or consumed partition differs from `expected`.
+template <class Partitioner>
+auto mismatches(const landing& l, const Partitioner& expected) -> std::size_t {
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < keys().size(); ++i) {
+        const auto p = static_cast<std::int32_t>(expected.route(keys()[i]));
+        if (l.delivered[i] != p || l.consumed[i] != p) ++bad;
+    }
+    return bad;
+}
+
+template <class Partitioner>
+void check_landing(const landing& l, const Partitioner& expected) {
+    CHECK(l.delivery_failures == 0U);
+    CHECK(l.records == keys().size());
+    CHECK(mismatches(l, expected) == 0U);
+}
+
+// A partitioner librdkafka does not have, so a match proves the callback was used.
+using xxh3_partitioner = keyroute::hash_partitioner<>;
+
+}  // namespace
+
+TEST_CASE("librdkafka murmur2_random places keys where kafka_partitioner routes them",
+          "[kafka][compat]") {
+    check_landing(land_native("murmur2_random"), keyroute::kafka_partitioner(partition_count));
+}
+
+TEST_CASE("librdkafka consistent places keys where rdkafka_consistent_partitioner routes them",
+          "[kafka][compat]") {
+    check_landing(land_native("consistent"),
+                  keyroute::rdkafka_consistent_partitioner(partition_count));
+}
+
+TEST_CASE("librdkafka fnv1a places keys where rdkafka_fnv1a_partitioner routes them",
+          "[kafka][compat]") {
+    check_landing(land_native("fnv1a"), keyroute::rdkafka_fnv1a_partitioner(partition_count));
+}
+
+TEMPLATE_TEST_CASE("partitioner_cb places keys where its partitioner routes them",
+                   "[kafka][compat]", keyroute::kafka_partitioner,
+                   keyroute::rdkafka_consistent_partitioner, keyroute::rdkafka_fnv1a_partitioner,
+                   xxh3_partitioner) {
+    const keyroute::kafka::partitioner_cb<TestType> cb(partition_count);
+    rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+    cb.install(tconf);
+    check_landing(land_c(new_topic("cb"), tconf), TestType(partition_count));
+}
+
+TEST_CASE("partitioner_cb follows the partition count librdkafka passes",
+          "[kafka][compat]") {
+    // Built for 7 partitions, installed on a 16-partition topic: it must route among 16.
+    const keyroute::kafka::partitioner_cb<keyroute::kafka_partitioner> cb(7);
+    rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+    cb.install(tconf);
+    check_landing(land_c(new_topic("count"), tconf), keyroute::kafka_partitioner(partition_count));
+
+    for (const std::int32_t n : {1, 7, 16, 1000}) {
+        const keyroute::kafka_partitioner p(static_cast<std::uint64_t>(n));
+        std::size_t bad = 0;
+        for (const auto& k : keys()) {
+            if (cb.partition(k, n) != static_cast<std::int32_t>(p.route(k))) ++bad;
+        }
+        CHECK(bad == 0U);
+    }
+    CHECK(cb.partition("k", 0) == RD_KAFKA_PARTITION_UA);
+    CHECK(cb.partition("k", -3) == RD_KAFKA_PARTITION_UA);
+}
+
+TEMPLATE_TEST_CASE("stateless_partitioner_cb places keys where its partitioner routes them",
+                   "[kafka][compat]", keyroute::kafka_partitioner, xxh3_partitioner) {
+    rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+    rd_kafka_topic_conf_set_partitioner_cb(tconf,
+                                           &keyroute::kafka::stateless_partitioner_cb<TestType>);
+    check_landing(land_c(new_topic("stateless"), tconf), TestType(partition_count));
+}
+
+TEMPLATE_TEST_CASE("cpp_partitioner_cb places keys where its partitioner routes them",
+                   "[kafka][compat]", keyroute::kafka_partitioner, xxh3_partitioner) {
+    keyroute::kafka::cpp_partitioner_cb<TestType> cb(partition_count);
+    check_landing(land_cpp(new_topic("cpp"), "partitioner_cb",
+                           static_cast<RdKafka::PartitionerCb*>(&cb), false),
+                  TestType(partition_count));
+}
+
+TEMPLATE_TEST_CASE("cpp_key_pointer_partitioner_cb places keys where its partitioner routes them",
+                   "[kafka][compat]", keyroute::rdkafka_fnv1a_partitioner, xxh3_partitioner) {
+    // Built for 5 partitions: the count librdkafka passes (16) wins.
+    keyroute::kafka::cpp_key_pointer_partitioner_cb<TestType> cb(5);
+    check_landing(land_cpp(new_topic("cppkp"), "partitioner_key_pointer_cb",
+                           static_cast<RdKafka::PartitionerKeyPointerCb*>(&cb), true),
+                  TestType(partition_count));
+}
+
+TEST_CASE("keyless messages on a partitioner_cb topic are all delivered", "[kafka]") {
+    const keyroute::kafka::partitioner_cb<xxh3_partitioner> cb(partition_count);
+    rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+    cb.install(tconf);
+    const std::string topic = new_topic("keyless");
+    constexpr std::size_t n = 500;
+    kt::delivery_log log(n);
+    {
+        kt::handle rk = kt::make_producer(cluster().bootstraps(), log, {}, tconf);
+        for (std::size_t i = 0; i < n; ++i) {
+            rd_kafka_vu_t vus[3];
+            vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+            vus[0].u.cstr = topic.c_str();
+            vus[1].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+            vus[1].u.i = RD_KAFKA_MSG_F_COPY;
+            vus[2].vtype = RD_KAFKA_VTYPE_OPAQUE;
+            vus[2].u.ptr = kt::delivery_log::opaque(i);
+            REQUIRE(rd_kafka_produceva(rk.get(), vus, 3) == nullptr);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(20)));
+    }
+    std::size_t delivered = 0;
+    for (const auto& r : log.by_id) {
+        if (r.count == 1 && r.error == RD_KAFKA_RESP_ERR_NO_ERROR && r.partition >= 0 &&
+            r.partition < partition_count) {
+            ++delivered;
+        }
+    }
+    CHECK(delivered == n);
+    CHECK(kt::read_all(cluster().bootstraps(), topic, partition_count).size() == n);
+}
