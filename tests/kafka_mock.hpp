@@ -165,6 +165,7 @@ struct record {
     std::string value;
     std::optional<keyroute::stamp> stamp;
     keyroute::stamp_error stamp_error = keyroute::stamp_error::none;
+    std::vector<std::pair<std::string, std::optional<std::string>>> headers;  // all, in order
 };
 
 inline auto to_record(const rd_kafka_message_t* m) -> record {
@@ -174,6 +175,20 @@ inline auto to_record(const rd_kafka_message_t* m) -> record {
     if (m->key != nullptr) r.key.assign(static_cast<const char*>(m->key), m->key_len);
     if (m->payload != nullptr) r.value.assign(static_cast<const char*>(m->payload), m->len);
     r.stamp = keyroute::kafka::try_read_stamp(m, &r.stamp_error);
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char* name = nullptr;
+        const void* value = nullptr;
+        std::size_t size = 0;
+        for (std::size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) ==
+                                RD_KAFKA_RESP_ERR_NO_ERROR;
+             ++i) {
+            r.headers.emplace_back(name, value != nullptr
+                                             ? std::optional<std::string>(std::string(
+                                                   static_cast<const char*>(value), size))
+                                             : std::nullopt);
+        }
+    }
     return r;
 }
 
