@@ -1,0 +1,1184 @@
+#pragma once
+
+/// @file
+/// keyroute::salting_router: static hashing for every key, except the hot ones, which are spread
+/// in runs over as many partitions as their volume needs, placed where the load is lowest.
+///
+/// How it decides, per event (all in memory fixed at construction, no lock, no allocation):
+/// 1. The event's window is `floor(time / window)`, aligned to the clock's epoch, so producers
+///    sharing a clock switch windows together.
+/// 2. Its home partition is `Partitioner::route(key)`. A key that is not tracked goes home.
+/// 3. Every untracked key is counted in a Count-Min sketch (2 rows, conservative update, cells
+///    tagged with their window so nothing needs clearing), hashed with a per-instance secret seed
+///    so nobody can craft keys that collide with a victim's cells.
+/// 4. A key whose estimate reaches half the hot threshold becomes a *candidate*: it takes a slot
+///    in a small table of tracked keys and is counted exactly from then on. Its events still go
+///    home, but carry ordering stamps.
+/// 5. When its exact count *since admission* passes the threshold (so a sketch overestimate can
+///    never split a cold key), the key is *hot* for the rest of the window: its events go in runs
+///    of `run_length` to the least-loaded of its candidate partitions, a key-specific sequence
+///    that starts at home and is ceil(1.25 * share * partitions) long, so fan-out follows volume.
+/// 6. Each window a key must earn hotness again; a key that stays cold for a whole window after
+///    being hot is forgotten, and its events go home unstamped.
+///
+/// Ordering: see stamp.hpp and resequencer.hpp. Every event of a tracked key carries a stamp
+/// (producer, lane, episode, sequence); the first stamped events of an episode go home, after the
+/// key's unstamped ones, and so do the last ones before the key is forgotten.
+///
+/// Threads: one router is shared by all producer threads. Each thread claims a *lane* (a private
+/// slice of the counters) on its first route; threads beyond `salting_config::lanes` share one
+/// overflow lane, which stays correct but uses atomic read-modify-writes.
+
+#include "detail/clock.hpp"
+#include "detail/config.hpp"
+#include "detail/lane.hpp"
+#include "hash.hpp"
+#include "partitioner.hpp"
+#include "stamp.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace keyroute {
+
+/// Configuration of a salting_router. Validated once, at construction.
+struct salting_config {
+    /// Number of partitions; must equal the base partitioner's. >= 1.
+    std::uint64_t partitions = 0;
+    /// Events per key per window above which a key is hot; 0 = automatic: `auto_fraction` of the
+    /// per-partition mean of the larger of the previous window and the current one so far.
+    std::uint64_t threshold = 0;
+    /// Window length; > 0. Windows are aligned to the clock's epoch.
+    std::chrono::milliseconds window = std::chrono::minutes(1);
+    /// Automatic mode: a key is hot above this fraction of the per-partition mean. In (0, 1].
+    double auto_fraction = 0.11;
+    /// Automatic mode: never call a key hot below this many events in a window. >= 1.
+    std::uint64_t min_threshold = 32;
+    /// Events a hot key sends to one partition before choosing the next one (batching). >= 1.
+    std::uint32_t run_length = 32;
+    /// Keys tracked at once (candidates and hot keys). In [1, 4096].
+    std::uint32_t max_hot_keys = 128;
+    /// Lanes: threads that route through this router without sharing counters. In [1, 256].
+    std::uint32_t lanes = 4;
+    /// Identifies this producer in stamps; 0 = a random id drawn at construction.
+    std::uint64_t producer_id = 0;
+    /// Seed of the hot-key sketch's hash; 0 = a random seed drawn at construction.
+    std::uint64_t seed = 0;
+    /// Send cold keys whose home partition is unavailable to another available partition
+    /// (rendezvous hashing among the available ones); they come back when it returns.
+    bool failover_cold_keys = false;
+};
+
+/// The whole routing decision for one event.
+struct route_decision {
+    std::uint32_t partition = 0;  ///< where to publish
+    std::uint32_t home = 0;       ///< the base partitioner's partition for the key
+    bool salted = false;          ///< placed by the hot-key logic (it may still equal home)
+    keyroute::stamp stamp{};      ///< publish it with the event when `bool(stamp)`
+};
+
+/// One tracked key, as reported by salting_router::stats().
+struct hot_key_info {
+    std::string key;             ///< the key, or its first 24 bytes when `truncated`
+    bool truncated = false;
+    std::uint64_t events = 0;    ///< exact events counted in the current window since admission
+    bool salted = false;         ///< hot (spread) in the current window
+};
+
+/// A snapshot of a salting_router's state.
+struct salting_stats {
+    std::int64_t window = 0;                   ///< current window index
+    std::uint64_t threshold = 0;               ///< the hot threshold now in force
+    std::uint64_t routed = 0;                  ///< events routed since construction
+    std::uint64_t salted = 0;                  ///< of which placed by the hot-key logic
+    std::uint64_t stamped = 0;                 ///< of which carried a stamp
+    std::uint64_t admissions_refused = 0;      ///< candidates not tracked: the table was full
+    std::vector<std::uint64_t> partition_load; ///< events per partition, current window
+    std::vector<hot_key_info> hot_keys;        ///< tracked keys, hottest first
+    std::size_t memory_bytes = 0;              ///< state allocated at construction
+};
+
+namespace detail {
+
+inline constexpr std::int64_t no_window = std::numeric_limits<std::int64_t>::min() / 2;
+
+inline auto random_u64() -> std::uint64_t {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
+}
+
+constexpr auto next_pow2(std::uint64_t v) noexcept -> std::uint64_t {
+    std::uint64_t p = 1;
+    while (p < v) p <<= 1U;
+    return p;
+}
+
+constexpr auto mix64(std::uint64_t x) noexcept -> std::uint64_t {
+    x ^= x >> 30U;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27U;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31U;
+    return x;
+}
+
+constexpr auto gcd32(std::uint32_t a, std::uint32_t b) noexcept -> std::uint32_t {
+    while (b != 0) {
+        const std::uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+}  // namespace detail
+
+/// A load-aware salting router. See the file comment for the algorithm.
+///
+/// @tparam Partitioner the static scheme cold keys follow exactly (any keyroute partitioner);
+///         with kafka_partitioner, cold keys land where the Java client would put them.
+/// @tparam Clock a std::chrono clock; route(key) reads it (cheaply, see detail::cheap_now).
+///
+/// Thread-safety: all const and non-const members may be called from any number of threads at
+/// once; route() and decide() take no lock and allocate nothing. stats() allocates.
+/// Memory: fixed at construction, reported by stats().memory_bytes (about 120 KiB for 1024
+/// partitions with the default configuration).
+template <class Partitioner = hash_partitioner<>, class Clock = std::chrono::system_clock>
+class salting_router {
+public:
+    using partitioner_type = Partitioner;
+    using clock_type = Clock;
+    using time_point = typename Clock::time_point;
+
+    /// Builds the router and the base partitioner `Partitioner(config.partitions)`.
+    /// @throws std::invalid_argument naming the field for any invalid configuration value.
+    explicit salting_router(const salting_config& config)
+        : salting_router(config, make_base(config)) {}
+
+    /// Builds the router around an existing base partitioner.
+    /// @throws std::invalid_argument if `base.partitions() != config.partitions` or any
+    ///         configuration value is invalid.
+    salting_router(const salting_config& config, Partitioner base)
+        : m_base(std::move(base)), m_config(validate(config)) {
+        if (m_base.partitions() != config.partitions) {
+            detail::invalid_argument("salting_config.partitions (" +
+                                     std::to_string(config.partitions) +
+                                     ") differs from the base partitioner's (" +
+                                     std::to_string(m_base.partitions()) + ")");
+        }
+        m_n = static_cast<std::uint32_t>(config.partitions);
+        m_uid = detail::random_u64() | 1U;
+        m_producer = config.producer_id != 0 ? config.producer_id : detail::random_u64();
+        m_sketch_hash = xxh3{config.seed != 0 ? config.seed : detail::random_u64()};
+        const std::uint64_t width =
+            std::clamp<std::uint64_t>(detail::next_pow2(32ULL * m_n), 1024, 8192);
+        m_sketch_mask = static_cast<std::uint32_t>(width - 1);
+        m_sketch = std::make_unique<std::atomic<std::uint32_t>[]>(2 * width);
+        const std::uint64_t slots = std::max<std::uint64_t>(8, detail::next_pow2(2ULL * m_config.max_hot_keys));
+        m_slots = static_cast<std::uint32_t>(slots);
+        m_fp = std::make_unique<std::atomic<std::uint64_t>[]>(slots);
+        m_entries = std::make_unique<entry[]>(slots);
+        m_lanes = m_config.lanes;
+        m_lane = std::make_unique<lane[]>(m_lanes + 1U);
+        m_lane[m_lanes].shared = true;
+        m_load = std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{m_lanes + 1U} * 2U * m_n);
+        m_slot_state = std::make_unique<slot_state[]>(std::size_t{m_lanes + 1U} * m_slots);
+        m_down = std::make_unique<std::atomic<std::uint8_t>[]>(m_n);
+        m_run_load = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
+        if (m_n <= max_ordered_partitions) {
+            m_fill = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
+            m_scratch_base = std::make_unique<std::uint64_t[]>(m_n);
+            m_scratch_order = std::make_unique<std::uint32_t[]>(m_n);
+            m_scratch_room = std::make_unique<double[]>(2U * std::size_t{m_n});
+            m_plan = std::make_unique<plan_piece[]>(4U * std::size_t{plan_capacity()});
+            m_reserved = std::make_unique<std::atomic<std::uint64_t>[]>(2U * std::size_t{m_n});
+            m_scratch_heap = std::make_unique<room_entry[]>(m_n);
+            m_scratch_keys = std::make_unique<key_volume[]>(m_slots);
+        }
+        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            m_lane[i].rng.store(detail::mix64(m_uid + i), std::memory_order_relaxed);
+        }
+    }
+
+    salting_router(const salting_router&) = delete;
+    auto operator=(const salting_router&) -> salting_router& = delete;
+
+    /// The partition for `key`, reading the clock. Same as `decide(key).partition`.
+    [[nodiscard]] auto route(std::string_view key) noexcept -> std::uint32_t {
+        return decide(key, detail::cheap_now<Clock>()).partition;
+    }
+
+    /// The partition for `key` at event time `now` (deterministic: for tests and replays).
+    [[nodiscard]] auto route(std::string_view key, time_point now) noexcept -> std::uint32_t {
+        return decide(key, now).partition;
+    }
+
+    /// The whole decision for `key`, reading the clock.
+    [[nodiscard]] auto decide(std::string_view key) noexcept -> route_decision {
+        return decide(key, detail::cheap_now<Clock>());
+    }
+
+    /// The whole decision for `key` at event time `now`. A later time than the current window
+    /// opens its window; an earlier time (a late event, or a clock set back) counts in the current
+    /// window, which then simply lasts until the clock reaches its end: windows never go back.
+    [[nodiscard]] auto decide(std::string_view key, time_point now) noexcept -> route_decision {
+        const std::int64_t w = enter_window(window_of(now));
+        lane& ln = my_lane();
+        observe(ln, w);
+        route_decision d;
+        d.home = m_base.route(key);
+        d.partition = d.home;
+        const std::uint64_t h = m_sketch_hash(key);
+        const std::uint64_t fp = h | 1U;
+        std::uint32_t slot = find(fp);
+        if (slot == no_slot || !live(m_entries[slot], w)) {
+            const std::uint32_t estimate = sketch_add(h, w);
+            slot = estimate >= admit_floor(w) ? admit(ln, key, fp, d.home, w, estimate, slot) : no_slot;
+        }
+        if (slot != no_slot) {
+            tracked(ln, slot, fp, w, d);
+        } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
+            d.partition = failover(d.home, fp);
+        }
+        count(ln, w, d);
+        return d;
+    }
+
+    /// Marks a partition unavailable (false) or available again (true). Hot-key runs avoid
+    /// unavailable partitions at once; cold keys keep their home unless failover_cold_keys is set.
+    /// Safe while other threads route. @throws std::invalid_argument if partition >= partitions.
+    void set_available(std::uint32_t partition, bool available) {
+        if (partition >= m_n) {
+            detail::invalid_argument("set_available: partition " + std::to_string(partition) +
+                                     " is not below partitions (" + std::to_string(m_n) + ")");
+        }
+        const std::uint8_t down = available ? 0 : 1;
+        if (m_down[partition].exchange(down, std::memory_order_acq_rel) != down) {
+            if (available) {
+                m_down_count.fetch_sub(1, std::memory_order_acq_rel);
+            } else {
+                m_down_count.fetch_add(1, std::memory_order_acq_rel);
+            }
+        }
+    }
+
+    /// True unless set_available(partition, false) is in force.
+    [[nodiscard]] auto available(std::uint32_t partition) const noexcept -> bool {
+        return partition < m_n && m_down[partition].load(std::memory_order_relaxed) == 0;
+    }
+
+    [[nodiscard]] auto partitions() const noexcept -> std::uint32_t { return m_n; }
+    [[nodiscard]] auto config() const noexcept -> const salting_config& { return m_config; }
+    [[nodiscard]] auto base() const noexcept -> const Partitioner& { return m_base; }
+    /// The producer id this router writes into stamps.
+    [[nodiscard]] auto producer_id() const noexcept -> std::uint64_t { return m_producer; }
+
+    /// A snapshot of the counters, the current window's loads and the tracked keys.
+    /// Allocates; not for the hot path. Counters read while other threads route are each exact
+    /// at some instant during the call.
+    [[nodiscard]] auto stats() const -> salting_stats {
+        salting_stats s;
+        const std::int64_t w = m_window.load(std::memory_order_acquire);
+        s.window = w;
+        s.threshold = threshold(w);
+        s.partition_load.assign(m_n, 0);
+        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            const lane& ln = m_lane[i];
+            s.routed += ln.routed.load(std::memory_order_relaxed);
+            s.salted += ln.salted.load(std::memory_order_relaxed);
+            s.stamped += ln.stamped.load(std::memory_order_relaxed);
+            s.admissions_refused += ln.refused.load(std::memory_order_relaxed);
+        }
+        for (std::uint32_t p = 0; p < m_n; ++p) s.partition_load[p] = load_of(p, w);
+
+        for (std::uint32_t i = 0; i < m_slots; ++i) {
+            const entry& e = m_entries[i];
+            if (m_fp[i].load(std::memory_order_acquire) == 0 || !live(e, w)) continue;
+            hot_key_info info;
+            const std::uint32_t len = e.key_len.load(std::memory_order_relaxed);
+            char buf[key_prefix_bytes];
+            for (std::size_t k = 0; k < key_words; ++k) {
+                const std::uint64_t word = e.key_word[k].load(std::memory_order_relaxed);
+                std::memcpy(buf + 8 * k, &word, 8);
+            }
+            info.key.assign(buf, std::min<std::size_t>(len, key_prefix_bytes));
+            info.truncated = len > key_prefix_bytes;
+            info.events = e.count_window.load(std::memory_order_relaxed) == w
+                              ? e.count.load(std::memory_order_relaxed)
+                              : 0;
+            info.salted = e.hot_window.load(std::memory_order_relaxed) == w;
+            s.hot_keys.push_back(std::move(info));
+        }
+        std::sort(s.hot_keys.begin(), s.hot_keys.end(),
+                  [](const hot_key_info& a, const hot_key_info& b) { return a.events > b.events; });
+        s.memory_bytes = memory_bytes();
+        return s;
+    }
+
+    /// Bytes of state allocated at construction (the router never allocates after it).
+    [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t {
+        return sizeof(*this) + std::size_t{2} * (m_sketch_mask + 1U) * sizeof(std::atomic<std::uint32_t>) +
+               std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) +
+               std::size_t{m_lanes + 1U} * (sizeof(lane) + std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
+                                            std::size_t{m_slots} * sizeof(slot_state)) +
+               m_n * sizeof(std::atomic<std::uint8_t>) +
+               std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
+               (m_fill ? std::size_t{m_n} * (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint64_t) +
+                                             sizeof(std::uint32_t) + 2 * sizeof(double) + sizeof(room_entry)) +
+                             std::size_t{m_slots} * sizeof(key_volume) + std::size_t{4} * plan_capacity() * sizeof(plan_piece) +
+                             std::size_t{2} * m_n * sizeof(std::atomic<std::uint64_t>)
+                       : 0);
+    }
+
+private:
+    static constexpr std::uint32_t no_slot = 0xffffffffU;
+    static constexpr std::size_t key_words = 3;
+    static constexpr std::size_t key_prefix_bytes = 8 * key_words;
+    static constexpr std::uint32_t flush_every = 16;
+    static constexpr std::uint32_t probe_group = 8;
+    static constexpr std::uint32_t max_scan = 16;
+    static constexpr std::uint64_t early_divisor = 16;
+    static constexpr std::uint32_t max_ordered_partitions = 16384;
+
+    static constexpr std::uint64_t seq_bits = 40;
+    static constexpr std::uint64_t seq_mask = (std::uint64_t{1} << seq_bits) - 1;
+
+    enum : std::uint32_t { state_free = 0, state_claiming = 1, state_live = 2 };
+
+    /// A tracked key, shared by all lanes.
+    struct alignas(64) entry {
+        // Read on every event of the key; written at admission and once a window.
+        std::atomic<std::uint32_t> state{state_free};
+        std::atomic<std::uint32_t> stride{1};
+        std::atomic<std::uint32_t> home{0};
+        std::atomic<std::uint64_t> episode{0};  // router-wide admission number, >= 1
+        std::atomic<std::int64_t> admit_window{detail::no_window};
+        std::atomic<std::int64_t> hot_window{detail::no_window};
+        std::atomic<std::uint32_t> key_len{0};
+        std::atomic<std::uint64_t> key_word[key_words] = {};
+        // The plan for one window: pieces [plan_first, plan_first + plan_pieces) of m_plan.
+        std::atomic<std::int64_t> plan_window{detail::no_window};
+        std::atomic<std::uint32_t> plan_first{0};
+        std::atomic<std::uint64_t> admit_estimate{0};  // sketch estimate when admitted
+        std::atomic<std::uint32_t> plan_pieces{0};
+        // Written every few events by each lane that routes the key.
+        alignas(64) std::atomic<std::int64_t> count_window{detail::no_window};
+        std::atomic<std::uint64_t> count{0};
+    };
+
+    /// A lane's view of one tracked slot.
+    struct slot_state {
+        std::atomic<std::uint64_t> seq_word{0};  // episode tag (24 bits) | next sequence (40 bits)
+        std::atomic<std::uint64_t> run_word{0};  // partition (32 bits) | events left (32 bits)
+        std::atomic<std::uint32_t> pending{0};   // counted here, not yet added to entry::count
+    };
+
+    struct alignas(64) lane {
+        // Read by every lane's placement decisions; written once a window.
+        bool shared = false;
+        std::atomic<std::int64_t> window{detail::no_window};
+        // Written by the owning thread on every event.
+        alignas(64) std::atomic<std::uint64_t> window_events[2] = {};
+        std::atomic<std::uint64_t> window_salted[2] = {};
+        std::atomic<std::uint64_t> routed{0};
+        std::atomic<std::uint64_t> salted{0};
+        std::atomic<std::uint64_t> stamped{0};
+        std::atomic<std::uint64_t> refused{0};
+        std::atomic<std::uint64_t> rng{0};
+    };
+
+    static auto make_base(const salting_config& config) -> Partitioner {
+        if (config.partitions == 0) {
+            detail::invalid_argument("salting_config.partitions must be at least 1, got 0");
+        }
+        return Partitioner(config.partitions);
+    }
+
+    static auto validate(const salting_config& c) -> salting_config {
+        const auto fail = [](const std::string& what) { detail::invalid_argument("salting_config." + what); };
+        if (c.partitions == 0) fail("partitions must be at least 1, got 0");
+        if (c.partitions > 0xffffffffULL) fail("partitions must be below 2^32, got " + std::to_string(c.partitions));
+        if (c.window.count() <= 0) fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
+        if (!(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0)) {
+            fail("auto_fraction must be in (0, 1], got " + std::to_string(c.auto_fraction));
+        }
+        if (c.min_threshold == 0) fail("min_threshold must be at least 1, got 0");
+        if (c.run_length == 0) fail("run_length must be at least 1, got 0");
+        if (c.max_hot_keys == 0 || c.max_hot_keys > 4096) {
+            fail("max_hot_keys must be in [1, 4096], got " + std::to_string(c.max_hot_keys));
+        }
+        if (c.lanes == 0 || c.lanes > 256) fail("lanes must be in [1, 256], got " + std::to_string(c.lanes));
+        if (c.threshold > 0xffffffffULL) fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
+        return c;
+    }
+
+    [[nodiscard]] auto window_of(time_point t) const noexcept -> std::int64_t {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+        const std::int64_t len = m_config.window.count();
+        std::int64_t q = ms / len;
+        if (ms % len < 0) --q;  // floor, also before the epoch
+        return q;
+    }
+
+    /// Moves the router's window forward to `ew` and returns the window the event counts in.
+    auto enter_window(std::int64_t ew) noexcept -> std::int64_t {
+        std::int64_t current = m_window.load(std::memory_order_acquire);
+        for (;;) {
+            if (ew <= current) return current;
+            if (m_window.compare_exchange_weak(current, ew, std::memory_order_acq_rel)) {
+                rollover(current, ew);
+                return ew;
+            }
+        }
+    }
+
+    void rollover(std::int64_t from, std::int64_t to) noexcept {
+        std::uint64_t total = 0;
+        std::uint64_t salted = 0;
+        if (to == from + 1) {
+            const auto parity = static_cast<std::uint64_t>(from) & 1U;
+            for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+                const lane& ln = m_lane[i];
+                const std::int64_t lw = ln.window.load(std::memory_order_relaxed);
+                if (lw == from || lw == to) {
+                    total += ln.window_events[parity].load(std::memory_order_relaxed);
+                    salted += ln.window_salted[parity].load(std::memory_order_relaxed);
+                }
+            }
+        }
+        m_prev_total.store(total, std::memory_order_relaxed);
+        m_prev_salted.store(salted, std::memory_order_relaxed);
+        if (to == from + 1 && total != 0 && m_fill) plan_window(from, to, total, salted);
+        const auto next = static_cast<std::uint64_t>(to) & 1U;
+        for (std::uint32_t p = 0; p < m_n; ++p) {
+            if (m_reserved) m_reserved[next * m_n + p].store(0, std::memory_order_relaxed);
+            m_run_load[next * m_n + p].store(0, std::memory_order_relaxed);
+        }
+        m_prev_window.store(to - 1, std::memory_order_release);
+    }
+
+    /// At a window's end, for the next window: (1) the partitions sorted by their *base* load,
+    /// what did not come from hot-key runs (cold keys, and candidates before they turn hot),
+    /// lowest first, and how many lie below the level the runs' volume can fill them to: keys
+    /// without a plan fill them in that order; (2) a plan for each key that was hot and needs at
+    /// any number of partitions: its share of the runs' volume, water-filled greedily into its
+    /// home first and then the partitions with the most room, in pieces of at least 2% of the
+    /// mean, so each key keeps to few partitions. Traffic is assumed to change slowly between
+    /// windows; keys that turn hot without a plan are placed by load alone.
+    void plan_window(std::int64_t from, std::int64_t to, std::uint64_t total, std::uint64_t salted) noexcept {
+        const auto prev = static_cast<std::uint64_t>(from) & 1U;
+        const auto next = static_cast<std::uint64_t>(to) & 1U;
+        std::uint64_t* base = m_scratch_base.get();
+        std::uint32_t* order = m_scratch_order.get();
+        for (std::uint32_t p = 0; p < m_n; ++p) {
+            const std::uint64_t all = load_of(p, from);
+            const std::uint64_t runs = m_run_load[prev * m_n + p].load(std::memory_order_relaxed);
+            base[p] = all > runs ? all - runs : 0;
+            order[p] = p;
+        }
+        std::sort(order, order + m_n, [&](std::uint32_t a, std::uint32_t b) { return base[a] < base[b]; });
+        std::atomic<std::uint32_t>* fill = m_fill.get() + next * m_n;
+        for (std::uint32_t p = 0; p < m_n; ++p) fill[p].store(order[p], std::memory_order_relaxed);
+        m_fill_low[next].store(water_count(order, base, static_cast<double>(salted)), std::memory_order_relaxed);
+        m_fill_window[next].store(to, std::memory_order_release);
+        m_plan_used[next].store(0, std::memory_order_release);
+        if (salted == 0) return;
+
+        // The keys hot in `from`, with their volume in it.
+        const double mean = static_cast<double>(total) / static_cast<double>(m_n);
+        key_volume* keys = m_scratch_keys.get();
+        std::uint32_t k = 0;
+        double counted_sum = 0;
+        for (std::uint32_t s = 0; s < m_slots; ++s) {
+            const entry& e = m_entries[s];
+            if (e.state.load(std::memory_order_acquire) != state_live ||
+                e.hot_window.load(std::memory_order_relaxed) != from) {
+                continue;
+            }
+            const double c =
+                static_cast<double>(e.count_window.load(std::memory_order_relaxed) == from ? e.count.load(std::memory_order_relaxed) : 0) +
+                static_cast<double>(e.admit_window.load(std::memory_order_relaxed) == from ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
+            keys[k++] = key_volume{c, s};
+            counted_sum += c;
+        }
+        if (k == 0 || counted_sum <= 0) return;
+        // Their runs' volume.
+        double planned = 0;
+        for (std::uint32_t i = 0; i < k; ++i) {
+            keys[i].volume *= static_cast<double>(salted) / counted_sum;
+            planned += keys[i].volume;
+        }
+        // Room below the level that the planned volume fills the base loads to.
+        std::uint32_t below = water_count(order, base, planned);
+        double level = planned;
+        for (std::uint32_t i = 0; i < below; ++i) level += static_cast<double>(base[order[i]]);
+        level /= static_cast<double>(below);
+        double* room = m_scratch_room.get();
+        room_entry* heap = m_scratch_heap.get();
+        std::uint32_t heap_size = 0;
+        for (std::uint32_t p = 0; p < m_n; ++p) {
+            room[p] = std::max(0.0, level - static_cast<double>(base[p]));
+            if (room[p] > 0) heap[heap_size++] = room_entry{room[p], p};
+        }
+        const auto by_room = [](const room_entry& a, const room_entry& b) { return a.room < b.room; };
+        std::make_heap(heap, heap + heap_size, by_room);
+        std::sort(keys, keys + k, [](const key_volume& a, const key_volume& b) { return a.volume > b.volume; });
+        const double sliver = 0.02 * mean;
+        plan_piece* out = m_plan.get() + next * 2 * plan_capacity();
+        std::uint32_t used = 0;
+        double* vol = m_scratch_room.get() + m_n;  // one key's piece volumes
+        for (std::uint32_t i = 0; i < k && keys[i].volume > 0; ++i) {
+            entry& e = m_entries[keys[i].slot];
+            double remaining = keys[i].volume;
+            const std::uint32_t first = used;
+            std::uint32_t pieces = 0;
+            const std::uint32_t limit = std::min<std::uint32_t>(m_n, plan_capacity() - used);
+            if (limit == 0) break;
+            const std::uint32_t home = e.home.load(std::memory_order_relaxed);
+            if (home < m_n && room[home] > sliver) {
+                const double x = std::min(room[home], remaining);
+                out[first + pieces].partition = home;
+                vol[pieces++] = x;
+                room[home] -= x;
+                remaining -= x;
+            }
+            while (remaining > sliver && heap_size > 0 && pieces < limit) {
+                std::pop_heap(heap, heap + heap_size, by_room);
+                const room_entry top = heap[--heap_size];
+                if (top.room != room[top.p]) {  // stale: its room changed since it was pushed
+                    if (room[top.p] > sliver) {
+                        heap[heap_size++] = room_entry{room[top.p], top.p};
+                        std::push_heap(heap, heap + heap_size, by_room);
+                    }
+                    continue;
+                }
+                if (top.room <= sliver) break;
+                const double x = pieces + 1 == limit ? remaining : std::min(top.room, remaining);
+                out[first + pieces].partition = top.p;
+                vol[pieces++] = x;
+                room[top.p] = std::max(0.0, room[top.p] - x);
+                remaining -= x;
+                if (room[top.p] > sliver) {
+                    heap[heap_size++] = room_entry{room[top.p], top.p};
+                    std::push_heap(heap, heap + heap_size, by_room);
+                }
+            }
+            if (pieces == 0) {
+                out[first].partition = home < m_n ? home : order[0];
+                vol[pieces++] = remaining;
+            } else if (remaining > 0) {
+                vol[pieces - 1] += remaining;  // no room left anywhere: the last piece takes it
+            }
+            for (std::uint32_t j = 0; j < pieces; ++j) {
+                out[first + j].hint.store(static_cast<std::uint32_t>(std::min(vol[j], 4294967295.0)), std::memory_order_relaxed);
+            }
+            used += pieces;
+            e.plan_first.store(first, std::memory_order_relaxed);
+            e.plan_pieces.store(pieces, std::memory_order_relaxed);
+            e.plan_window.store(to, std::memory_order_release);
+        }
+        m_plan_used[next].store(used, std::memory_order_release);
+    }
+
+    /// A key with a plan from the rollover turned hot: its planned volumes now count as taken,
+    /// so that keys planned later in the window look elsewhere.
+    void reserve_plan(const entry& e, std::int64_t w) noexcept {
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        const std::uint32_t first = e.plan_first.load(std::memory_order_relaxed);
+        const std::uint32_t pieces = e.plan_pieces.load(std::memory_order_relaxed);
+        if (first + pieces > 2 * plan_capacity()) return;
+        const plan_piece* begin = m_plan.get() + parity * 2 * plan_capacity() + first;
+        for (std::uint32_t i = 0; i < pieces; ++i) {
+            const std::uint32_t p = begin[i].partition.load(std::memory_order_relaxed);
+            if (p < m_n) m_reserved[parity * m_n + p].fetch_add(begin[i].hint.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        }
+    }
+
+    /// A key turned hot in window w without a plan (it was not hot in the window before): its
+    /// pool becomes the f partitions whose projected load (load so far scaled to the window,
+    /// plus what other hot keys' plans reserved) is lowest, f = max(1.25 * s * n, s * n / spread)
+    /// for share s and salted share `spread`; its expected volume is reserved there.
+    void plan_now(entry& e, std::int64_t w, std::uint64_t exact) noexcept {
+        if (!m_plan) return;
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        std::uint64_t total = 0;
+        std::uint64_t salted = 0;
+        window_totals(w, total, salted);
+        total = std::max<std::uint64_t>(total, 1);
+        const std::uint64_t counted =
+            exact + (e.admit_window.load(std::memory_order_relaxed) == w ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
+        const double share = std::min(1.0, static_cast<double>(counted) / static_cast<double>(total));
+        double spread = static_cast<double>(salted) / static_cast<double>(total);
+        const std::uint64_t pt = previous_total(w);
+        if (pt != 0) spread = std::max(spread, static_cast<double>(m_prev_salted.load(std::memory_order_relaxed)) / static_cast<double>(pt));
+        spread = std::clamp(spread, share, 1.0);
+        const double n = static_cast<double>(m_n);
+        const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(std::max(1.25 * share * n, share * n / spread)), 1.0, n));
+        const std::uint32_t first = m_plan_used[parity].fetch_add(f, std::memory_order_acq_rel);
+        if (first + f > 2 * plan_capacity()) return;  // out of piece space: load-driven placement
+        plan_piece* out = m_plan.get() + parity * 2 * plan_capacity() + first;
+        const std::uint64_t expected = std::max(pt, total);
+        const double scale = static_cast<double>(expected) / static_cast<double>(total);
+        // The f lowest projected loads: a bounded selection, no allocation.
+        std::uint32_t count = 0;
+        for (std::uint32_t p = 0; p < m_n; ++p) {
+            if (m_down[p].load(std::memory_order_relaxed) != 0) continue;
+            const auto l = static_cast<std::uint64_t>(static_cast<double>(load_of(p, w)) * scale) +
+                           m_reserved[parity * m_n + p].load(std::memory_order_relaxed);
+            if (count < f) {
+                out[count].partition.store(p, std::memory_order_relaxed);
+                out[count].hint.store(static_cast<std::uint32_t>(std::min<std::uint64_t>(l, 0xffffffffU)), std::memory_order_relaxed);
+                ++count;
+                continue;
+            }
+            std::uint32_t worst = 0;
+            for (std::uint32_t i = 1; i < count; ++i) {
+                if (out[i].hint.load(std::memory_order_relaxed) > out[worst].hint.load(std::memory_order_relaxed)) worst = i;
+            }
+            if (l < out[worst].hint.load(std::memory_order_relaxed)) {
+                out[worst].partition.store(p, std::memory_order_relaxed);
+                out[worst].hint.store(static_cast<std::uint32_t>(std::min<std::uint64_t>(l, 0xffffffffU)), std::memory_order_relaxed);
+            }
+        }
+        if (count == 0) return;
+        const auto volume = static_cast<std::uint64_t>(share * static_cast<double>(expected) / count);
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t p = out[i].partition.load(std::memory_order_relaxed);
+            out[i].hint.store(static_cast<std::uint32_t>(std::min<std::uint64_t>(volume, 0xffffffffU)), std::memory_order_relaxed);
+            m_reserved[parity * m_n + p].fetch_add(volume, std::memory_order_relaxed);
+        }
+        e.plan_first.store(first, std::memory_order_relaxed);
+        e.plan_pieces.store(count, std::memory_order_relaxed);
+        e.plan_window.store(w, std::memory_order_release);
+    }
+
+    /// How many of the lowest base loads (in `order`) a volume raises to a common level.
+    [[nodiscard]] auto water_count(const std::uint32_t* order, const std::uint64_t* base, double volume) const noexcept
+        -> std::uint32_t {
+        double filled = 0;
+        std::uint32_t low = 1;
+        for (std::uint32_t i = 1; i < m_n; ++i) {
+            filled += static_cast<double>(base[order[i]] - base[order[i - 1]]) * i;
+            if (filled > volume) break;
+            low = i + 1;
+        }
+        return low;
+    }
+
+    auto my_lane() noexcept -> lane& {
+        auto& cache = detail::thread_lane_cache();
+        for (const auto& e : cache.entries) {
+            if (e.router_uid == m_uid) return m_lane[e.lane];
+        }
+        std::uint32_t index = m_next_lane.fetch_add(1, std::memory_order_relaxed);
+        if (index >= m_lanes) {
+            index = m_lanes;  // the shared overflow lane
+            m_next_lane.store(m_lanes, std::memory_order_relaxed);
+        }
+        auto& victim = cache.entries[cache.next_victim++ % cache.entries.size()];
+        victim.router_uid = m_uid;
+        victim.lane = index;
+        return m_lane[index];
+    }
+
+    [[nodiscard]] auto lane_index(const lane& ln) const noexcept -> std::uint32_t {
+        return static_cast<std::uint32_t>(&ln - m_lane.get());
+    }
+
+    /// Resets a lane's per-window counters the first time it routes in a new window.
+    void observe(lane& ln, std::int64_t w) noexcept {
+        const std::int64_t seen = ln.window.load(std::memory_order_relaxed);
+        if (seen >= w) return;  // on the shared lane another thread may be a window ahead
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        std::atomic<std::uint32_t>* load = lane_load(ln);
+        const bool keep_previous = seen == w - 1;
+        for (std::uint64_t par = 0; par < 2; ++par) {
+            if (keep_previous && par != parity) continue;
+            for (std::uint32_t p = 0; p < m_n; ++p) load[par * m_n + p].store(0, std::memory_order_relaxed);
+            ln.window_events[par].store(0, std::memory_order_relaxed);
+            ln.window_salted[par].store(0, std::memory_order_relaxed);
+        }
+        ln.window.store(w, std::memory_order_relaxed);
+    }
+
+    [[nodiscard]] auto lane_load(const lane& ln) const noexcept -> std::atomic<std::uint32_t>* {
+        return m_load.get() + std::size_t{lane_index(ln)} * 2U * m_n;
+    }
+
+    /// Events routed to partition p in window w, over all lanes.
+    [[nodiscard]] auto load_of(std::uint32_t p, std::int64_t w) const noexcept -> std::uint64_t {
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        std::uint64_t sum = 0;
+        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            const lane& ln = m_lane[i];
+            if (ln.window.load(std::memory_order_relaxed) != w) continue;
+            sum += lane_load(ln)[parity * m_n + p].load(std::memory_order_relaxed);
+        }
+        return sum;
+    }
+
+    /// Events routed, and of them salted, in window w so far, over all lanes.
+    void window_totals(std::int64_t w, std::uint64_t& total, std::uint64_t& salted) const noexcept {
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        total = 0;
+        salted = 0;
+        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            const lane& ln = m_lane[i];
+            if (ln.window.load(std::memory_order_relaxed) == w) {
+                total += ln.window_events[parity].load(std::memory_order_relaxed);
+                salted += ln.window_salted[parity].load(std::memory_order_relaxed);
+            }
+        }
+    }
+
+    /// Events routed in window w so far, over all lanes.
+    [[nodiscard]] auto window_total(std::int64_t w) const noexcept -> std::uint64_t {
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        std::uint64_t sum = 0;
+        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            const lane& ln = m_lane[i];
+            if (ln.window.load(std::memory_order_relaxed) == w) {
+                sum += ln.window_events[parity].load(std::memory_order_relaxed);
+            }
+        }
+        return sum;
+    }
+
+    /// The hot threshold in window w (events of one key in one window).
+    [[nodiscard]] auto threshold(std::int64_t w) const noexcept -> std::uint64_t {
+        if (m_config.threshold != 0) return m_config.threshold;
+        const std::uint64_t prev =
+            m_prev_window.load(std::memory_order_acquire) == w - 1 ? m_prev_total.load(std::memory_order_relaxed) : 0;
+        const std::uint64_t volume = std::max(prev, window_total(w));
+        const auto t = static_cast<std::uint64_t>(m_config.auto_fraction * static_cast<double>(volume) /
+                                                  static_cast<double>(m_n));
+        return std::max(t, m_config.min_threshold);
+    }
+
+    /// A cheap lower bound of the admission level, to skip the exact computation for most keys.
+    [[nodiscard]] auto admit_floor(std::int64_t w) const noexcept -> std::uint64_t {
+        if (m_config.threshold != 0) return (m_config.threshold + 1) / 2;
+        const std::uint64_t prev = previous_total(w);
+        const auto t = static_cast<std::uint64_t>(m_config.auto_fraction * static_cast<double>(prev) /
+                                                  static_cast<double>(m_n));
+        return std::max<std::uint64_t>(std::max(t, m_config.min_threshold) / early_divisor, 2);
+    }
+
+    /// Events in window w - 1, or 0 when that window saw none.
+    [[nodiscard]] auto previous_total(std::int64_t w) const noexcept -> std::uint64_t {
+        return m_prev_window.load(std::memory_order_acquire) == w - 1 ? m_prev_total.load(std::memory_order_relaxed) : 0;
+    }
+
+    /// Automatic mode, from the second window on: `count` events so far are enough to call the
+    /// key hot early when, at its share of the window so far, it will end the window with at
+    /// least `factor` times the threshold. Rates within a window are assumed steady; the margin
+    /// and the minimum count keep a key that ends below the threshold from being split.
+    [[nodiscard]] auto projected(std::uint64_t count, std::int64_t w, std::uint64_t t, double factor,
+                                 std::uint64_t min_count) const noexcept -> bool {
+        if (m_config.threshold != 0 || count < min_count) return false;
+        const std::uint64_t prev = previous_total(w);
+        const std::uint64_t total = window_total(w);
+        if (prev == 0 || total == 0) return false;
+        const double expected = static_cast<double>(std::max(prev, total));
+        return static_cast<double>(count) * expected / static_cast<double>(total) >= factor * static_cast<double>(t);
+    }
+
+    /// Conservative-update Count-Min: adds one to the key's smallest cells; returns the new
+    /// estimate. Cells hold (window & 0xff) << 24 | count, so a cell from an older window reads 0.
+    auto sketch_add(std::uint64_t h, std::int64_t w) noexcept -> std::uint32_t {
+        const auto tag = static_cast<std::uint32_t>(static_cast<std::uint64_t>(w) & 0xffU) << 24U;
+        std::atomic<std::uint32_t>& a = m_sketch[h & m_sketch_mask];
+        std::atomic<std::uint32_t>& b = m_sketch[(m_sketch_mask + 1U) + ((h >> 32U) & m_sketch_mask)];
+        const std::uint32_t va = a.load(std::memory_order_relaxed);
+        const std::uint32_t vb = b.load(std::memory_order_relaxed);
+        const std::uint32_t ca = (va & 0xff000000U) == tag ? va & 0xffffffU : 0;
+        const std::uint32_t cb = (vb & 0xff000000U) == tag ? vb & 0xffffffU : 0;
+        const std::uint32_t m = std::min(ca, cb);
+        if (m == 0xffffffU) return m;  // saturated
+        // Racing threads may lose an increment here; the sketch only nominates candidates.
+        if (ca == m) a.store(tag | (m + 1), std::memory_order_relaxed);
+        if (cb == m) b.store(tag | (m + 1), std::memory_order_relaxed);
+        return m + 1;
+    }
+
+    [[nodiscard]] auto group_of(std::uint64_t fp) const noexcept -> std::uint32_t {
+        return static_cast<std::uint32_t>(detail::mix64(fp) >> 20U) & (m_slots - 1U) & ~(probe_group - 1U);
+    }
+
+    [[nodiscard]] auto find(std::uint64_t fp) const noexcept -> std::uint32_t {
+        const std::uint32_t g = group_of(fp);
+        for (std::uint32_t i = 0; i < probe_group; ++i) {
+            if (m_fp[g + i].load(std::memory_order_acquire) == fp &&
+                m_entries[g + i].state.load(std::memory_order_acquire) == state_live) {
+                return g + i;
+            }
+        }
+        return no_slot;
+    }
+
+    /// A slot is live in window w while its key was admitted or hot in w or w - 1.
+    [[nodiscard]] static auto live(const entry& e, std::int64_t w) noexcept -> bool {
+        const std::int64_t a = e.admit_window.load(std::memory_order_relaxed);
+        const std::int64_t hw = e.hot_window.load(std::memory_order_relaxed);
+        return (a == w || a == w - 1 || hw == w || hw == w - 1);
+    }
+
+    /// Tracks the key if its estimate truly reaches the admission level and a slot is free.
+    /// A candidate that was never spread (not hot in this window or the previous one) sent all
+    /// its events home, so it can give its slot to a key with a higher estimate at any time
+    /// without breaking order; a key that was spread keeps its slot until it is stale.
+    [[nodiscard]] auto reusable(std::uint32_t s, std::uint64_t fp, std::int64_t w,
+                                std::uint32_t estimate) const noexcept -> bool {
+        const entry& e = m_entries[s];
+        const std::uint32_t st = e.state.load(std::memory_order_acquire);
+        if (st == state_free) return true;
+        if (st != state_live) return false;
+        if (m_fp[s].load(std::memory_order_acquire) == fp || !live(e, w)) return true;
+        const std::int64_t hw = e.hot_window.load(std::memory_order_relaxed);
+        if (hw == w || hw == w - 1) return false;
+        // Its events so far this window: counted since admission, estimated before.
+        const std::uint64_t c =
+            (e.count_window.load(std::memory_order_relaxed) == w ? e.count.load(std::memory_order_relaxed) : 0) +
+            (e.admit_window.load(std::memory_order_relaxed) == w ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
+        return 2 * c < estimate;
+    }
+
+    auto admit(lane& ln, std::string_view key, std::uint64_t fp, std::uint32_t home, std::int64_t w, std::uint32_t estimate,
+               std::uint32_t preferred) noexcept -> std::uint32_t {
+        const std::uint64_t t = threshold(w);
+        // Well above the sketch's background (the average cell), and either half the threshold
+        // or, at the key's rate so far, on course to pass it.
+        const std::uint64_t background = 4 * window_total(w) / (m_sketch_mask + 1U);
+        if (estimate < background) return no_slot;
+        const std::uint64_t early = std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold);
+        if (estimate < (t + 1) / 2 && !projected(estimate, w, t, 1.0, early)) return no_slot;
+        const std::uint32_t g = group_of(fp);
+        for (std::uint32_t i = 0; i <= probe_group; ++i) {
+            // The key's own stale slot first, then the group in order.
+            const std::uint32_t s = i == 0 ? preferred : g + i - 1;
+            if (s == no_slot || (i > 0 && s == preferred) || !reusable(s, fp, w, estimate)) continue;
+            entry& e = m_entries[s];
+            std::uint32_t st = e.state.load(std::memory_order_acquire);
+            if ((st != state_free && st != state_live) ||
+                !e.state.compare_exchange_strong(st, state_claiming, std::memory_order_acq_rel)) {
+                continue;
+            }
+            m_fp[s].store(fp, std::memory_order_release);
+            e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            std::uint32_t stride = 1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
+            while (detail::gcd32(stride, m_n) != 1) ++stride;
+            e.stride.store(stride % m_n == 0 ? 1 : stride, std::memory_order_relaxed);
+            e.count.store(0, std::memory_order_relaxed);
+            e.count_window.store(w, std::memory_order_relaxed);
+            e.admit_estimate.store(estimate, std::memory_order_relaxed);
+            e.home.store(home, std::memory_order_relaxed);
+            e.plan_window.store(detail::no_window, std::memory_order_relaxed);
+            e.hot_window.store(detail::no_window, std::memory_order_relaxed);
+            e.admit_window.store(w, std::memory_order_relaxed);
+            e.key_len.store(static_cast<std::uint32_t>(std::min<std::size_t>(key.size(), 0xffffffffU)),
+                            std::memory_order_relaxed);
+            char buf[key_prefix_bytes] = {};
+            std::memcpy(buf, key.data(), std::min(key.size(), key_prefix_bytes));
+            for (std::size_t k = 0; k < key_words; ++k) {
+                std::uint64_t word = 0;
+                std::memcpy(&word, buf + 8 * k, 8);
+                e.key_word[k].store(word, std::memory_order_relaxed);
+            }
+            e.state.store(state_live, std::memory_order_release);
+            return s;
+        }
+        detail::bump(ln.refused, std::uint64_t{1}, ln.shared);
+        return no_slot;
+    }
+
+    /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
+    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, route_decision& d) noexcept {
+        entry& e = m_entries[slot];
+        slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
+        const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
+
+        // Exact count, flushed to the shared entry every few events so that threads sharing a
+        // hot key do not fight over one cache line.
+        const std::uint32_t pending = ss.pending.load(std::memory_order_relaxed) + 1;
+        std::uint64_t counted = 0;
+        if (pending >= flush_every) {
+            const std::uint32_t n = ln.shared ? ss.pending.exchange(0, std::memory_order_relaxed) + 1 : pending;
+            if (!ln.shared) ss.pending.store(0, std::memory_order_relaxed);
+            std::int64_t cw = e.count_window.load(std::memory_order_relaxed);
+            if (cw != w && e.count_window.compare_exchange_strong(cw, w, std::memory_order_relaxed)) {
+                e.count.store(0, std::memory_order_relaxed);
+            }
+            counted = e.count.fetch_add(n, std::memory_order_relaxed) + n;
+        } else {
+            detail::bump(ss.pending, std::uint32_t{1}, ln.shared);
+            counted = (e.count_window.load(std::memory_order_relaxed) == w ? e.count.load(std::memory_order_relaxed) : 0) +
+                      pending;
+        }
+
+        bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
+        if (!hot) {
+            const std::uint64_t t = threshold(w);
+            if (counted > t || projected(counted, w, t, 1.25, std::max<std::uint64_t>(t / 8, 2 * m_config.min_threshold))) {
+                std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
+                // One thread turns the key hot; without a plan from the rollover, it makes one.
+                if (seen != w && e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
+                    if (e.plan_window.load(std::memory_order_acquire) == w) {
+                        reserve_plan(e, w);
+                    } else {
+                        plan_now(e, w, counted);
+                    }
+                }
+                hot = true;
+            }
+        }
+        if (hot) {
+            d.partition = place(ln, ss, e, w, counted, d.home);
+            d.salted = true;
+        } else if (m_down_count.load(std::memory_order_relaxed) != 0 && m_config.failover_cold_keys) {
+            d.partition = failover(d.home, fp);
+        }
+
+        // The stamp: (producer, lane, episode, sequence), the sequence restarting with each episode.
+        const std::uint64_t tag = (episode & 0xffffffU) << seq_bits;
+        std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
+        std::uint64_t seq = 0;
+        for (;;) {
+            seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
+            const std::uint64_t next = tag | ((seq + 1) & seq_mask);
+            if (!ln.shared) {
+                ss.seq_word.store(next, std::memory_order_relaxed);
+                break;
+            }
+            if (ss.seq_word.compare_exchange_weak(old, next, std::memory_order_relaxed)) break;
+        }
+        // If the slot was handed to another key meanwhile, this event was not really tracked.
+        if (m_fp[slot].load(std::memory_order_acquire) != fp) {
+            d.partition = d.home;
+            d.salted = false;
+            return;
+        }
+        d.stamp.producer = m_producer;
+        d.stamp.lane = static_cast<std::uint16_t>(lane_index(ln));
+        d.stamp.episode = episode;
+        d.stamp.sequence = seq;
+        d.stamp.salted = d.salted;
+    }
+
+    /// Where a hot key's event goes: the current run's partition, or, when the run is over, the
+    /// least-loaded available partition among the key's first f candidates.
+    auto place(lane& ln, slot_state& ss, entry& e, std::int64_t w, std::uint64_t counted,
+               std::uint32_t home) noexcept -> std::uint32_t {
+        std::uint64_t run = ss.run_word.load(std::memory_order_relaxed);
+        auto left = static_cast<std::uint32_t>(run);
+        auto part = static_cast<std::uint32_t>(run >> 32U);
+        while (left != 0 && part < m_n && m_down[part].load(std::memory_order_relaxed) == 0) {
+            if (!ln.shared) {
+                ss.run_word.store(run - 1, std::memory_order_relaxed);
+                return part;
+            }
+            if (ss.run_word.compare_exchange_weak(run, run - 1, std::memory_order_relaxed)) return part;
+            left = static_cast<std::uint32_t>(run);
+            part = static_cast<std::uint32_t>(run >> 32U);
+        }
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        if (e.plan_window.load(std::memory_order_acquire) == w) {
+            const std::uint32_t p = planned(ln, e, w);
+            if (p != no_slot) {
+                start_run(ss, p, parity);
+                return p;
+            }
+        }
+        // Fan-out follows volume. Hot keys fill the room cold keys leave on the `low` partitions
+        // at the front of this window's fill order (the previous window's cold loads, lowest
+        // first). A key with share s of the traffic, of which a share `spread` is salted, needs
+        // about low * s / spread of them; at least 1.25 * s * n and 2. Its pool is a run of that
+        // many fill-order positions from a key-specific offset, so keys cover the low partitions
+        // evenly and each key keeps to its own few.
+        std::uint64_t total = 0;
+        std::uint64_t salted = 0;
+        window_totals(w, total, salted);
+        total = std::max<std::uint64_t>(total, 1);
+        const double share = static_cast<double>(counted) / static_cast<double>(total);
+        double spread = static_cast<double>(salted) / static_cast<double>(total);
+        const std::uint64_t pt = previous_total(w);
+        if (pt != 0) {
+            spread = std::max(spread, static_cast<double>(m_prev_salted.load(std::memory_order_relaxed)) /
+                                          static_cast<double>(pt));
+        }
+        spread = std::clamp(spread, share, 1.0);
+        const std::atomic<std::uint32_t>* fill = m_fill.get() + parity * m_n;
+        const bool ordered = m_fill_window[parity].load(std::memory_order_acquire) == w;
+        const std::uint32_t low = ordered ? std::max<std::uint32_t>(1, m_fill_low[parity].load(std::memory_order_relaxed)) : m_n;
+        const double n = static_cast<double>(m_n);
+        const double need = std::max(1.25 * share * n, static_cast<double>(low) * share / spread);
+        const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(need), 2.0, n));
+        const std::uint32_t span = std::max(low, f);
+        const auto offset = static_cast<std::uint32_t>(detail::mix64(e.episode.load(std::memory_order_relaxed)) % span);
+        const std::uint32_t stride = e.stride.load(std::memory_order_relaxed);
+        std::uint64_t r = ln.rng.load(std::memory_order_relaxed);
+        r = detail::mix64(r + 0x9e3779b97f4a7c15ULL);
+        ln.rng.store(r, std::memory_order_relaxed);
+        const std::uint32_t scan = std::min(f, max_scan);
+        const std::uint32_t start = f <= max_scan ? 0 : static_cast<std::uint32_t>(r % f);
+        std::uint32_t best = home;
+        std::uint64_t best_load = std::numeric_limits<std::uint64_t>::max();
+        for (std::uint32_t i = 0; i < scan; ++i) {
+            const std::uint32_t pos = (start + i) % f;
+            const std::uint32_t p =
+                ordered ? fill[(offset + pos) % span].load(std::memory_order_relaxed)
+                        : static_cast<std::uint32_t>((home + std::uint64_t{pos} * stride) % m_n);
+            if (m_down[p].load(std::memory_order_relaxed) != 0) continue;
+            const std::uint64_t l = load_of(p, w);
+            if (l < best_load) {
+                best_load = l;
+                best = p;
+            }
+        }
+        if (best_load == std::numeric_limits<std::uint64_t>::max()) best = least_loaded_available(w, home);
+        start_run(ss, best, parity);
+        return best;
+    }
+
+    void start_run(slot_state& ss, std::uint32_t p, std::uint64_t parity) noexcept {
+        ss.run_word.store((std::uint64_t{p} << 32U) | (m_config.run_length - 1U), std::memory_order_relaxed);
+        m_run_load[parity * m_n + p].fetch_add(m_config.run_length, std::memory_order_relaxed);
+    }
+
+    /// A planned key's next run: the least-loaded available partition among its plan's pieces
+    /// (up to max_scan of them, from a random start), or no_slot if none is available.
+    auto planned(lane& ln, const entry& e, std::int64_t w) noexcept -> std::uint32_t {
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        const std::uint32_t first = e.plan_first.load(std::memory_order_relaxed);
+        const std::uint32_t pieces = e.plan_pieces.load(std::memory_order_relaxed);
+        if (pieces == 0 || first + pieces > 2 * plan_capacity()) return no_slot;
+        const plan_piece* begin = m_plan.get() + parity * 2 * plan_capacity() + first;
+        std::uint32_t start = 0;
+        if (pieces > max_scan) {
+            std::uint64_t r = ln.rng.load(std::memory_order_relaxed);
+            r = detail::mix64(r + 0x9e3779b97f4a7c15ULL);
+            ln.rng.store(r, std::memory_order_relaxed);
+            start = static_cast<std::uint32_t>(r % pieces);
+        }
+        std::uint32_t best = no_slot;
+        std::uint64_t best_load = std::numeric_limits<std::uint64_t>::max();
+        for (std::uint32_t i = 0; i < std::min(pieces, max_scan); ++i) {
+            const std::uint32_t p = begin[(start + i) % pieces].partition.load(std::memory_order_relaxed);
+            if (p >= m_n || m_down[p].load(std::memory_order_relaxed) != 0) continue;
+            const std::uint64_t l = load_of(p, w);
+            if (l < best_load) {
+                best_load = l;
+                best = p;
+            }
+        }
+        return best;
+    }
+
+    [[nodiscard]] auto least_loaded_available(std::int64_t w, std::uint32_t fallback) const noexcept -> std::uint32_t {
+        std::uint32_t best = fallback;
+        std::uint64_t best_load = std::numeric_limits<std::uint64_t>::max();
+        for (std::uint32_t p = 0; p < m_n; ++p) {
+            if (m_down[p].load(std::memory_order_relaxed) != 0) continue;
+            const std::uint64_t l = load_of(p, w);
+            if (l < best_load) {
+                best_load = l;
+                best = p;
+            }
+        }
+        return best;
+    }
+
+    /// Where a cold key goes when failover is on and its home is unavailable: the available
+    /// partition with the highest rendezvous score, so only the unavailable partition's keys move.
+    [[nodiscard]] auto failover(std::uint32_t home, std::uint64_t h) const noexcept -> std::uint32_t {
+        if (!m_config.failover_cold_keys || m_down[home].load(std::memory_order_relaxed) == 0) return home;
+        std::uint32_t best = home;
+        std::uint64_t best_score = 0;
+        for (std::uint32_t p = 0; p < m_n; ++p) {
+            if (m_down[p].load(std::memory_order_relaxed) != 0) continue;
+            const std::uint64_t score = detail::mix64(h ^ (0x9e3779b97f4a7c15ULL * (p + 1ULL)));
+            if (score >= best_score) {
+                best_score = score;
+                best = p;
+            }
+        }
+        return best;
+    }
+
+    void count(lane& ln, std::int64_t w, const route_decision& d) noexcept {
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
+        detail::bump(lane_load(ln)[parity * m_n + d.partition], std::uint32_t{1}, ln.shared);
+        detail::bump(ln.window_events[parity], std::uint64_t{1}, ln.shared);
+        if (d.salted) detail::bump(ln.window_salted[parity], std::uint64_t{1}, ln.shared);
+        detail::bump(ln.routed, std::uint64_t{1}, ln.shared);
+        if (d.salted) detail::bump(ln.salted, std::uint64_t{1}, ln.shared);
+        if (d.stamp) detail::bump(ln.stamped, std::uint64_t{1}, ln.shared);
+    }
+
+    Partitioner m_base;
+    salting_config m_config;
+    std::uint32_t m_n = 0;
+    std::uint64_t m_uid = 0;
+    std::uint64_t m_producer = 0;
+    xxh3 m_sketch_hash;
+    std::uint32_t m_sketch_mask = 0;
+    std::uint32_t m_slots = 0;
+    std::uint32_t m_lanes = 0;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_sketch;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> m_fp;
+    std::unique_ptr<entry[]> m_entries;
+    std::unique_ptr<lane[]> m_lane;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_load;
+    std::unique_ptr<slot_state[]> m_slot_state;
+    std::unique_ptr<std::atomic<std::uint8_t>[]> m_down;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_run_load;  // [parity][partition]: events sent in runs
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_fill;      // [parity][rank]: fill order
+    /// One piece of a plan: a partition, and a hint of how it was chosen (the planned volume,
+    /// or the partition's load when an in-window plan chose it).
+    struct plan_piece {
+        std::atomic<std::uint32_t> partition{0};
+        std::atomic<std::uint32_t> hint{0};
+    };
+    /// Pieces per window: every partition once, plus a home and a partial piece per key.
+    [[nodiscard]] auto plan_capacity() const noexcept -> std::uint32_t { return m_n + 2 * m_slots; }
+    std::unique_ptr<plan_piece[]> m_plan;  // [parity][piece]: rollover plans, then plans made in-window
+    std::atomic<std::uint32_t> m_plan_used[2] = {};
+    std::unique_ptr<std::atomic<std::uint64_t>[]> m_reserved;  // [parity][partition]: volume hot keys' plans expect
+
+    // The rollover's working space, allocated once.
+    struct key_volume {
+        double volume;
+        std::uint32_t slot;
+    };
+    struct room_entry {
+        double room;
+        std::uint32_t p;
+    };
+    std::unique_ptr<std::uint64_t[]> m_scratch_base;
+    std::unique_ptr<std::uint32_t[]> m_scratch_order;
+    std::unique_ptr<double[]> m_scratch_room;
+    std::unique_ptr<room_entry[]> m_scratch_heap;
+    std::unique_ptr<key_volume[]> m_scratch_keys;
+    std::atomic<std::uint32_t> m_fill_low[2] = {};
+    std::atomic<std::int64_t> m_fill_window[2] = {detail::no_window, detail::no_window};
+    // Read on every event, written once a window.
+    alignas(64) std::atomic<std::int64_t> m_window{detail::no_window};
+    std::atomic<std::int64_t> m_prev_window{detail::no_window};
+    std::atomic<std::uint64_t> m_prev_total{0};
+    std::atomic<std::uint64_t> m_prev_salted{0};
+    std::atomic<std::uint32_t> m_down_count{0};
+    // Written when a thread first routes or a key is admitted.
+    alignas(64) std::atomic<std::uint32_t> m_next_lane{0};
+    std::atomic<std::uint64_t> m_admissions{0};
+};
+
+}  // namespace keyroute
