@@ -10,3 +10,8 @@
 #include "reduce.hpp"
 #include "partitioner.hpp"
 #include "stamp.hpp"
+#include "jump.hpp"
+#include "rendezvous.hpp"
+#include "maglev.hpp"
+#include "key_group.hpp"
+#include "migration.hpp"
