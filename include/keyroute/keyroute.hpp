@@ -15,3 +15,4 @@
 #include "maglev.hpp"
 #include "key_group.hpp"
 #include "migration.hpp"
+#include "resequencer.hpp"

@@ -1,0 +1,1153 @@
+#pragma once
+
+/// @file
+/// The consumer-side resequencer: puts back in order the events of a key that the salting router
+/// spread over several partitions, using their ordering stamps (stamp.hpp).
+///
+/// What it relies on (the router's contract):
+/// - within an episode (one producer lane tracking one key), `sequence` counts the lane's
+///   events of the key from 0 without gaps;
+/// - an episode's first stamped events go to the key's home partition, after the key's earlier
+///   unstamped events there; when the key cools, at least one stamped event goes home again
+///   before the lane's next unstamped event of the key;
+/// - unstamped events of a key go to its home partition only;
+/// - the consumer hands the resequencer each partition's events in partition order.
+///
+/// What it guarantees (the *ordering rules*), for events pushed and not reported as duplicates:
+/// 1. Episode order: the events of one episode (producer, lane, episode) are delivered in
+///    `sequence` order. An early event is held until the sequences before it are delivered or
+///    given up as missing; every sequence given up is reported in a gap_report, never silently.
+///    An event whose sequence was already given up when it arrives is delivered with
+///    `delivery_order::late` (it is out of episode order, and flagged so).
+/// 2. Partition order: of two events of the same key read from the same partition, the later
+///    one is never delivered before the earlier one when the later one is unstamped, when the
+///    earlier one is unstamped, or when both carry stamps of the same (producer, lane) from
+///    different episodes. In particular an unstamped event passes straight through unless an
+///    earlier event of its key from its partition is still held; then it queues behind it.
+/// 3. Lanes never mix: stamped events of different (producer, lane) do not wait for each other
+///    except through rule 2's unstamped events, since no order exists between them.
+/// Hence, for one producer lane and one key, across the cold -> hot transition (unstamped
+/// events, then stamped events from sequence 0 on home, then stamped runs elsewhere) and the
+/// hot -> cold transition (stamped events home again, then unstamped events), the lane's events
+/// are delivered exactly in the order the lane routed them, provided none of the lane's stamped
+/// events of that key is given up (each arrives within max_delay of the events waiting for it,
+/// and the buffer does not overflow under release_early). When one is given up, rules 1 and 2
+/// still hold, but a cold event read later may come out before it (it is then `late`), and if
+/// every stamped event the lane sent home at the end of an episode is lost, the next cold events
+/// can pass the episode's unread events: nothing on home is left to wait behind.
+///
+/// Bounded waiting, measured on the watermark clock (the `time` passed to push() and the value
+/// passed to advance_watermark(), in the same unit and epoch: event time or processing time):
+/// an event held since push time `t` is delivered at the latest by the advance_watermark(w) call
+/// with `w >= t + max_delay` (or by flush()). Releasing it releases first, in the rule order,
+/// every held event it waits for (even younger ones) and gives up the missing sequences in the
+/// way (gap_reason::timeout). If events wait for each other in a cycle, which the contract above
+/// excludes but a producer that breaks it (retries that reorder a partition, a partition count
+/// that changed under a key) can create, the cycle is broken by delivering one of its events
+/// with `delivery_order::out_of_order`. Nothing is dropped silently: every push is delivered
+/// once, or reported as a duplicate, or refused (and left with the caller).
+///
+/// Thread-safety: none. One resequencer belongs to one consumer thread; calls must not overlap,
+/// and the sinks must not call back into the resequencer that invoked them (checked: such a call
+/// throws std::logic_error). Different resequencers are independent.
+
+#include "detail/config.hpp"
+#include "hash.hpp"
+#include "stamp.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace keyroute {
+
+/// What the resequencer does with an event that must be held while the buffer is full.
+enum class full_policy {
+    release_early,  ///< give up the oldest held event's gaps now (gap_reason::full), then hold
+    refuse,         ///< return push_result::refused; the caller keeps the event (backpressure)
+};
+
+/// Limits of a resequencer. Every field is checked by the resequencer's constructor.
+struct resequencer_config {
+    /// Most events held at once (events delivered straight through are not held). >= 1.
+    std::size_t max_events = 100000;
+    /// Most bytes held at once, as counted by the EventSize functor plus the key's size. >= 1.
+    std::size_t max_bytes = std::size_t{64} << 20U;
+    /// How long, on the watermark clock, an event may be held waiting. >= 0; 0 releases every
+    /// held event at the next advance_watermark() that reaches its time.
+    std::chrono::milliseconds max_delay{5000};
+    /// What push() does when an event must be held and the buffer is full.
+    full_policy on_full = full_policy::release_early;
+    /// An episode with nothing held is remembered (for duplicate detection) at least this long
+    /// after its last event's time, on the watermark clock. >= 0.
+    std::chrono::milliseconds episode_ttl{std::chrono::minutes(10)};
+    /// ... and among at most this many idle episodes (least recently used forgotten first). >= 1.
+    std::size_t max_idle_episodes = 100000;
+};
+
+/// Where an event was read from.
+struct origin {
+    std::uint32_t partition = 0;  ///< the partition it was read from (rule 2 is per partition)
+    /// Its offset in the partition, or a negative value for "no offset": such an event takes
+    /// no part in committable_offset() and is not checked for re-reads by offset.
+    std::int64_t offset = -1;
+};
+
+/// Result of resequencer::push().
+enum class push_result {
+    accepted,   ///< delivered now or held; it will be delivered exactly once
+    duplicate,  ///< already delivered or held (same stamp, or an offset already read): dropped,
+                ///< not delivered
+    refused,    ///< buffer full under full_policy::refuse: not taken, the event is left intact
+};
+
+/// How a delivered event stands with respect to the ordering rules.
+enum class delivery_order {
+    in_order,      ///< rules 1 and 2 hold for it
+    late,          ///< its sequence had been given up as missing (and reported) before it arrived
+    out_of_order,  ///< released to break a waiting cycle (only when the producer broke its contract)
+};
+
+/// Why sequences were given up.
+enum class gap_reason {
+    timeout,  ///< advance_watermark() passed max_delay after an event waiting behind them
+    full,     ///< the buffer was full under full_policy::release_early
+    flush,    ///< flush() was called
+};
+
+/// A readable name for a gap_reason.
+[[nodiscard]] constexpr auto to_string(gap_reason r) noexcept -> const char* {
+    switch (r) {
+    case gap_reason::timeout: return "timeout";
+    case gap_reason::full: return "full";
+    case gap_reason::flush: return "flush";
+    }
+    return "unknown gap reason";
+}
+
+/// Sequences of one episode given up as missing: [first_missing, last_missing], both included.
+struct gap_report {
+    std::uint64_t producer = 0;
+    std::uint16_t lane = 0;
+    std::uint64_t episode = 0;
+    std::uint64_t first_missing = 0;
+    std::uint64_t last_missing = 0;
+    std::string_view key;  ///< valid only during the gap sink call
+    gap_reason reason = gap_reason::timeout;
+};
+
+/// One released event, handed to the delivery sink.
+template <class Event>
+struct delivery {
+    Event event;
+    std::string_view key;  ///< valid only during the delivery sink call
+    keyroute::stamp stamp;  ///< `stamp{}` (false) for an unstamped event
+    keyroute::origin source;
+    std::chrono::milliseconds time{};  ///< the time given to push()
+    delivery_order order = delivery_order::in_order;
+};
+
+/// Counters since construction (or restore), for monitoring and tests.
+struct resequencer_stats {
+    std::uint64_t pushed = 0;         ///< push() calls that returned accepted or duplicate
+    std::uint64_t delivered = 0;      ///< events handed to the delivery sink
+    std::uint64_t held = 0;           ///< events that had to wait in the buffer
+    std::uint64_t duplicates = 0;     ///< push() calls that returned duplicate
+    std::uint64_t refused = 0;        ///< push() calls that returned refused
+    std::uint64_t late = 0;           ///< deliveries with delivery_order::late
+    std::uint64_t out_of_order = 0;   ///< deliveries with delivery_order::out_of_order
+    std::uint64_t gaps = 0;           ///< gap reports
+    std::uint64_t missing = 0;        ///< sequences given up, summed over gap reports
+    std::uint64_t forgotten_episodes = 0;  ///< idle episodes forgotten (ttl or count)
+};
+
+/// What a resequencer must remember across a restart for exactly-once delivery: taken with
+/// checkpoint() at the moment the application commits its own output, stored with (or as the
+/// metadata of) the committed offsets, and given to restore() in a fresh resequencer before
+/// the consumer re-reads each partition from its committable offset. Plain data; its size is
+/// bounded by the held events plus the remembered episodes.
+struct resequencer_checkpoint {
+    struct partition_state {
+        std::uint32_t partition = 0;
+        std::int64_t next_offset = 0;           ///< one past the highest offset accepted
+        std::vector<std::int64_t> held_offsets;  ///< below next_offset, not delivered yet
+    };
+    struct episode_state {
+        std::uint64_t producer = 0;
+        std::uint16_t lane = 0;
+        std::uint64_t episode = 0;
+        std::string key;
+        std::uint64_t next_sequence = 0;  ///< every sequence below it is delivered or given up
+        std::chrono::milliseconds last_time{};
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;  ///< ranges, for `late`
+        std::vector<std::uint64_t> delivered_ahead;  ///< above next_sequence, already delivered
+    };
+    std::chrono::milliseconds watermark = std::chrono::milliseconds::min();
+    std::vector<partition_state> partitions;
+    std::vector<episode_state> episodes;
+};
+
+/// The default EventSize: `sizeof(Event)`. A custom one is any copyable functor callable as
+/// `std::size_t(const Event&) const` (say, `sizeof(Event) + e.payload.size()`).
+struct sizeof_event {
+    template <class Event>
+    [[nodiscard]] constexpr auto operator()(const Event&) const noexcept -> std::size_t {
+        return sizeof(Event);
+    }
+};
+
+namespace detail {
+
+struct episode_key {
+    std::uint64_t producer;
+    std::uint16_t lane;
+    std::uint64_t episode;
+    friend auto operator==(const episode_key& a, const episode_key& b) noexcept -> bool {
+        return a.producer == b.producer && a.lane == b.lane && a.episode == b.episode;
+    }
+};
+
+struct episode_key_hash {
+    [[nodiscard]] auto operator()(const episode_key& k) const noexcept -> std::size_t {
+        std::uint64_t h = k.producer * 0x9e3779b97f4a7c15ULL;
+        h ^= (k.episode + (std::uint64_t{k.lane} << 48U)) * 0xc2b2ae3d27d4eb4fULL;
+        h ^= h >> 29U;
+        return static_cast<std::size_t>(h);
+    }
+};
+
+/// A resequencer was called from one of its own sinks: a logic error (std::logic_error, or
+/// abort without exceptions).
+[[noreturn]] inline void reentered() {
+    const char* message = "keyroute resequencer: called from one of its own sinks (not reentrant)";
+#if KEYROUTE_HAS_EXCEPTIONS
+    throw std::logic_error(message);
+#else
+    std::fprintf(stderr, "%s\n", message);
+    std::abort();
+#endif
+}
+
+[[nodiscard]] inline auto saturating_add(std::chrono::milliseconds t,
+                                         std::chrono::milliseconds d) noexcept
+    -> std::chrono::milliseconds {
+    using rep = std::chrono::milliseconds::rep;
+    if (d.count() > 0 && t.count() > std::numeric_limits<rep>::max() - d.count()) {
+        return std::chrono::milliseconds::max();
+    }
+    return t + d;
+}
+
+inline auto check_resequencer_config(const resequencer_config& c) -> const resequencer_config& {
+    const auto fail = [](const char* field, const std::string& value) {
+        invalid_argument(std::string("keyroute resequencer_config: ") + field + " " + value);
+    };
+    if (c.max_events == 0) fail("max_events", "must be >= 1, got 0");
+    if (c.max_bytes == 0) fail("max_bytes", "must be >= 1, got 0");
+    if (c.max_delay.count() < 0) {
+        fail("max_delay", "must be >= 0 ms, got " + std::to_string(c.max_delay.count()) + " ms");
+    }
+    if (c.episode_ttl.count() < 0) {
+        fail("episode_ttl",
+             "must be >= 0 ms, got " + std::to_string(c.episode_ttl.count()) + " ms");
+    }
+    if (c.max_idle_episodes == 0) fail("max_idle_episodes", "must be >= 1, got 0");
+    if (c.on_full != full_policy::release_early && c.on_full != full_policy::refuse) {
+        fail("on_full", "is not a full_policy value: " +
+                            std::to_string(static_cast<int>(c.on_full)));
+    }
+    return c;
+}
+
+}  // namespace detail
+
+/// Puts stamped events back in episode order without breaking partition order (see the file
+/// comment for the exact rules and the router contract they rely on).
+///
+/// @tparam Event the application's event type; move-constructible. It is moved into the
+///         buffer when held and moved into the delivery.
+/// @tparam EventSize counts a held event's bytes (plus the key's size) against max_bytes.
+///
+/// Memory: at most `max_events` events and `max_bytes` bytes are ever held (one event larger
+/// than max_bytes on its own is never held: its gaps are given up and it is delivered at once);
+/// bookkeeping adds O(1) per held event, per remembered episode (bounded by the held events plus
+/// max_idle_episodes) and per partition seen.
+///
+/// Duplicates: a re-read event is recognised (a) by its offset, when it is below the highest
+/// offset already accepted on its partition, and (b) by its stamp, when its sequence is below the
+/// episode's next expected sequence or already held. (b) holds while the episode is remembered:
+/// always while it holds events, then for episode_ttl after its last event and among the
+/// max_idle_episodes most recently used idle episodes. An event of a forgotten episode (with no
+/// usable offset) starts a new episode: if its sequence is not 0 it waits max_delay, its earlier
+/// sequences are reported missing, and it is delivered again. Exactly-once across a restart
+/// needs checkpoint()/restore() and offsets. To flag late arrivals, an episode remembers its
+/// last 256 given-up ranges; a late event of an older range is reported as a duplicate.
+///
+/// Sinks run inside push(), advance_watermark() and flush(); they should not throw. An exception
+/// from a sink propagates out of that call; the event being delivered is lost to the
+/// resequencer, which stays usable (releases it had queued continue at the next call).
+///
+/// Thread-safety: not thread-safe; one consumer thread (see the file comment).
+template <class Event, class EventSize = sizeof_event>
+class resequencer {
+    static_assert(std::is_move_constructible_v<Event>,
+                  "keyroute::resequencer: Event must be move-constructible");
+    static_assert(std::is_invocable_r_v<std::size_t, const EventSize&, const Event&>,
+                  "keyroute::resequencer: EventSize must be callable as "
+                  "`std::size_t(const Event&) const`");
+
+public:
+    using event_type = Event;
+    using time_type = std::chrono::milliseconds;
+    using delivery_type = delivery<Event>;
+    /// Receives every released event, in release order.
+    using delivery_sink = std::function<void(delivery_type&&)>;
+    /// Receives every gap given up, as it is given up.
+    using gap_sink = std::function<void(const gap_report&)>;
+
+    /// @throws std::invalid_argument naming the field and value if a config field is out of
+    ///         range or a sink is empty.
+    resequencer(const resequencer_config& config, delivery_sink on_delivery, gap_sink on_gap,
+                EventSize event_size = EventSize{})
+        : m_config(detail::check_resequencer_config(config)),
+          m_on_delivery(std::move(on_delivery)),
+          m_on_gap(std::move(on_gap)),
+          m_event_size(std::move(event_size)) {
+        if (!m_on_delivery) detail::invalid_argument("keyroute resequencer: on_delivery is empty");
+        if (!m_on_gap) detail::invalid_argument("keyroute resequencer: on_gap is empty");
+    }
+
+    resequencer(const resequencer&) = delete;
+    auto operator=(const resequencer&) -> resequencer& = delete;
+    resequencer(resequencer&&) = default;
+    auto operator=(resequencer&&) -> resequencer& = default;
+    ~resequencer() = default;
+
+    /// Takes one event read from `source`: delivers it now (and whatever it unblocks), holds it,
+    /// or reports it as a duplicate.
+    ///
+    /// @param key the event's key (any bytes); copied only if the event is held.
+    /// @param st its decoded stamp, or `stamp{}` for none (`try_decode_stamp(h).value_or({})`).
+    /// @param event moved from only if the result is `accepted`.
+    /// @param time its time on the watermark clock (event or processing time).
+    /// @pre events of one partition are pushed in partition order; after `refused`, the same
+    ///      event is pushed again before any later event of its partition.
+    /// Complexity: O(1) hash look-ups for an event that passes straight through; O(log n) plus
+    /// the events it releases otherwise (O(h) where h is the number of events of its key held
+    /// from its partition).
+    auto push(std::string_view key, const stamp& st, Event&& event, const origin& source,
+              time_type time) -> push_result {
+        return push_impl(key, st, event, source, time);
+    }
+
+    /// Same as above for a copyable event, copied only if accepted.
+    auto push(std::string_view key, const stamp& st, const Event& event, const origin& source,
+              time_type time) -> push_result {
+        return push_impl(key, st, event, source, time);
+    }
+
+    /// Moves the watermark to `w` (a lower value than the current one is ignored), releases every
+    /// event held since a time t with `t + max_delay <= w` (see the file comment), and forgets
+    /// idle episodes past episode_ttl.
+    /// Complexity: O(r log n) for r events released, plus the episodes forgotten.
+    void advance_watermark(time_type w) {
+        const reentry_guard guard(*this);
+        if (w > m_watermark) m_watermark = w;
+        while (!m_deadlines.empty() && m_deadlines.front().deadline <= m_watermark) {
+            const deadline_item item = m_deadlines.front();
+            std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
+            m_deadlines.pop_back();
+            if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, gap_reason::timeout);
+        }
+        forget_idle_episodes();
+    }
+
+    /// Releases every held event now, oldest deadline first, giving up their gaps
+    /// (gap_reason::flush). Use at shutdown when the buffered events must be processed anyway.
+    void flush() {
+        const reentry_guard guard(*this);
+        while (!m_deadlines.empty()) {
+            const deadline_item item = m_deadlines.front();
+            std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
+            m_deadlines.pop_back();
+            if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, gap_reason::flush);
+        }
+        forget_idle_episodes();
+    }
+
+    /// The offset to commit for `partition` (Kafka convention: the next offset to read): the
+    /// lowest offset still held (or, after restore(), still to be re-read), else one past the
+    /// highest offset accepted. Re-reading from it after a crash loses nothing held.
+    /// nullopt if no event with an offset was accepted from `partition`. O(1) average.
+    [[nodiscard]] auto committable_offset(std::uint32_t partition) const
+        -> std::optional<std::int64_t> {
+        const auto it = m_partitions.find(partition);
+        if (it == m_partitions.end() || it->second.next_offset < 0) return std::nullopt;
+        const partition_state& ps = it->second;
+        std::int64_t out = ps.next_offset;
+        if (!ps.held.empty()) out = std::min(out, *ps.held.begin());
+        if (!ps.rereads.empty()) out = std::min(out, *ps.rereads.begin());
+        return out;
+    }
+
+    /// The state to store with committed offsets (see resequencer_checkpoint). O(n log n) in the
+    /// remembered state.
+    [[nodiscard]] auto checkpoint() const -> resequencer_checkpoint {
+        resequencer_checkpoint cp;
+        cp.watermark = m_watermark;
+        for (const auto& [partition, ps] : m_partitions) {
+            if (ps.next_offset < 0) continue;
+            resequencer_checkpoint::partition_state out;
+            out.partition = partition;
+            out.next_offset = ps.next_offset;
+            out.held_offsets.assign(ps.held.begin(), ps.held.end());
+            out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
+            std::sort(out.held_offsets.begin(), out.held_offsets.end());
+            cp.partitions.push_back(std::move(out));
+        }
+        std::unordered_map<detail::episode_key, std::size_t, detail::episode_key_hash> index;
+        for (const auto& [id, ep] : m_episodes) {
+            index.emplace(id, cp.episodes.size());
+            resequencer_checkpoint::episode_state out;
+            out.producer = id.producer;
+            out.lane = id.lane;
+            out.episode = id.episode;
+            out.key = ep.key;
+            out.next_sequence = ep.next;
+            out.last_time = ep.last_time;
+            out.given_up = ep.given_up;
+            for (const auto& [seq, slot] : ep.held) {
+                if (slot == tombstone) out.delivered_ahead.push_back(seq);
+            }
+            cp.episodes.push_back(std::move(out));
+        }
+        // A late event still held is not delivered: after a restore it must count as late again.
+        for (const auto& e : m_slots) {
+            if (e->serial == 0 || !e->late) continue;
+            const std::size_t i = index.at(e->episode->id);
+            cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
+        }
+        return cp;
+    }
+
+    /// Loads a checkpoint taken by another resequencer. Afterwards, push the events re-read from
+    /// each partition's committable_offset(): those delivered before the checkpoint are reported
+    /// as duplicates, the others are processed as if there had been no restart.
+    /// @throws std::invalid_argument if this resequencer has already taken events.
+    void restore(const resequencer_checkpoint& cp) {
+        const reentry_guard guard(*this);
+        if (m_stats.pushed != 0 || !m_episodes.empty() || !m_partitions.empty()) {
+            detail::invalid_argument(
+                "keyroute resequencer::restore: the resequencer must be new, it has taken " +
+                std::to_string(m_stats.pushed) + " events");
+        }
+        m_watermark = cp.watermark;
+        for (const auto& p : cp.partitions) {
+            partition_state& ps = m_partitions[p.partition];
+            ps.next_offset = p.next_offset;
+            ps.rereads.insert(p.held_offsets.begin(), p.held_offsets.end());
+        }
+        for (const auto& e : cp.episodes) {
+            episode_state& ep = m_episodes[detail::episode_key{e.producer, e.lane, e.episode}];
+            ep.id = detail::episode_key{e.producer, e.lane, e.episode};
+            ep.key = e.key;
+            ep.next = e.next_sequence;
+            ep.last_time = e.last_time;
+            ep.given_up = e.given_up;
+            for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
+            idle_push_back(ep);
+        }
+        forget_idle_episodes();
+    }
+
+    /// Events held now. O(1).
+    [[nodiscard]] auto held_events() const noexcept -> std::size_t { return m_events; }
+    /// Bytes held now (EventSize plus key sizes). O(1).
+    [[nodiscard]] auto held_bytes() const noexcept -> std::size_t { return m_bytes; }
+    /// Episodes remembered now (holding events or idle). O(1).
+    [[nodiscard]] auto remembered_episodes() const noexcept -> std::size_t {
+        return m_episodes.size();
+    }
+    /// The current watermark (milliseconds::min() before the first advance). O(1).
+    [[nodiscard]] auto watermark() const noexcept -> time_type { return m_watermark; }
+    [[nodiscard]] auto stats() const noexcept -> const resequencer_stats& { return m_stats; }
+    [[nodiscard]] auto config() const noexcept -> const resequencer_config& { return m_config; }
+
+private:
+    static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
+    static constexpr std::uint32_t no_slot = tombstone;
+    /// Given-up ranges remembered per episode to flag late arrivals; older ones are dropped
+    /// (a late arrival of those is then reported as a duplicate, still not silently lost).
+    static constexpr std::size_t max_given_up_ranges = 256;
+
+    struct fifo;
+    struct episode_state;
+
+    struct entry {
+        std::optional<Event> event;
+        stamp st;
+        origin source;
+        time_type time{};
+        std::size_t bytes = 0;
+        std::uint64_t serial = 0;  // 0: free slot
+        std::uint64_t visit = 0;
+        fifo* queue = nullptr;
+        episode_state* episode = nullptr;  // null when unstamped
+        bool late = false;
+    };
+
+    // The held events of one key read from one partition, in partition order.
+    struct fifo {
+        std::string key;
+        std::uint32_t partition = 0;
+        std::vector<std::uint32_t> items;  // slots; [head, size) are live
+        std::size_t head = 0;
+        std::size_t unstamped = 0;
+        bool dirty = false;
+        [[nodiscard]] auto size() const noexcept -> std::size_t { return items.size() - head; }
+    };
+
+    struct episode_state {
+        detail::episode_key id{};
+        std::string key;
+        std::uint64_t next = 0;
+        std::map<std::uint64_t, std::uint32_t> held;  // sequence -> slot, or tombstone
+        std::size_t refs = 0;                         // held entries pointing here
+        time_type last_time = time_type::min();
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;
+        episode_state* idle_prev = nullptr;
+        episode_state* idle_next = nullptr;
+        bool idle = false;
+    };
+
+    struct partition_state {
+        std::int64_t next_offset = -1;
+        std::set<std::int64_t> held;     // offsets held in the buffer
+        std::set<std::int64_t> rereads;  // offsets held at the restored checkpoint
+    };
+
+    struct deadline_item {
+        time_type deadline;
+        std::uint64_t serial;
+        std::uint32_t slot;
+    };
+    struct deadline_later {
+        auto operator()(const deadline_item& a, const deadline_item& b) const noexcept -> bool {
+            return a.deadline != b.deadline ? a.deadline > b.deadline : a.serial > b.serial;
+        }
+    };
+
+    class reentry_guard {
+    public:
+        explicit reentry_guard(resequencer& r) : m_r(r) {
+            if (m_r.m_busy) detail::reentered();
+            m_r.m_busy = true;
+        }
+        reentry_guard(const reentry_guard&) = delete;
+        auto operator=(const reentry_guard&) -> reentry_guard& = delete;
+        ~reentry_guard() {
+            m_r.m_busy = false;
+            m_r.m_scanning = nullptr;  // in case a sink threw mid-scan
+        }
+
+    private:
+        resequencer& m_r;
+    };
+
+    // The outcome of looking at an event before changing any state.
+    enum class verdict { duplicate, deliver, hold };
+    struct plan {
+        verdict what = verdict::hold;
+        bool late = false;
+        bool reread = false;
+        episode_state* episode = nullptr;
+        fifo* queue = nullptr;
+    };
+
+    template <class E>
+    auto push_impl(std::string_view key, const stamp& st, E& event, const origin& source,
+                   time_type time) -> push_result {
+        const reentry_guard guard(*this);
+        const std::uint64_t key_hash = fifo_hash(key, source.partition);
+        std::size_t bytes = 0;
+        bool sized = false;
+        for (;;) {
+            const plan p = classify(key, key_hash, st, source);
+            if (p.what == verdict::duplicate) {
+                ++m_stats.pushed;
+                ++m_stats.duplicates;
+                return push_result::duplicate;
+            }
+            if (p.what == verdict::deliver) {
+                accept_and_deliver(key, st, event, source, time, p);
+                forget_idle_episodes();
+                return push_result::accepted;
+            }
+            if (!sized) {
+                bytes = static_cast<std::size_t>(m_event_size(std::as_const(event))) + key.size();
+                sized = true;
+            }
+            const std::size_t room = m_config.max_bytes - std::min(m_bytes, m_config.max_bytes);
+            if (m_events < m_config.max_events && bytes <= room) {
+                accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
+                forget_idle_episodes();
+                return push_result::accepted;
+            }
+            if (m_events == 0) {
+                // Too big to ever be held: give up its gap and deliver it now.
+                accept_oversized(key, st, event, source, time, p);
+                forget_idle_episodes();
+                return push_result::accepted;
+            }
+            if (m_config.on_full == full_policy::refuse) {
+                ++m_stats.refused;
+                return push_result::refused;
+            }
+            release_oldest(gap_reason::full);
+        }
+    }
+
+    [[nodiscard]] static auto fifo_hash(std::string_view key, std::uint32_t partition) noexcept
+        -> std::uint64_t {
+        return xxh3{partition}(key);
+    }
+
+    [[nodiscard]] auto find_fifo(std::string_view key, std::uint64_t h,
+                                 std::uint32_t partition) const -> fifo* {
+        const auto it = m_fifos.find(h);
+        if (it == m_fifos.end()) return nullptr;
+        for (const auto& q : it->second) {
+            if (q->partition == partition && q->key == key) return q.get();
+        }
+        return nullptr;
+    }
+
+    [[nodiscard]] auto find_episode(const stamp& st) -> episode_state* {
+        const auto it = m_episodes.find(detail::episode_key{st.producer, st.lane, st.episode});
+        return it == m_episodes.end() ? nullptr : &it->second;
+    }
+
+    [[nodiscard]] static auto in_given_up(const episode_state& ep, std::uint64_t seq) noexcept
+        -> bool {
+        return std::any_of(ep.given_up.begin(), ep.given_up.end(),
+                           [&](const auto& r) { return r.first <= seq && seq <= r.second; });
+    }
+
+    // Rule 2 between two stamped events: `y`, ahead in the same fifo, blocks `x` when both come
+    // from the same lane and different episodes.
+    [[nodiscard]] static auto blocks_stamp(const stamp& y, const stamp& x) noexcept -> bool {
+        return y.producer == x.producer && y.lane == x.lane && y.episode != x.episode;
+    }
+
+    [[nodiscard]] auto fifo_blocks(const fifo& q, const stamp& st) const noexcept -> bool {
+        if (q.size() == 0) return false;
+        if (!st || q.unstamped != 0) return true;
+        for (std::size_t i = q.head; i < q.items.size(); ++i) {
+            if (blocks_stamp(m_slots[q.items[i]]->st, st)) return true;
+        }
+        return false;
+    }
+
+    [[nodiscard]] auto classify(std::string_view key, std::uint64_t h, const stamp& st,
+                                const origin& source) -> plan {
+        plan p;
+        if (source.offset >= 0) {
+            const auto it = m_partitions.find(source.partition);
+            if (it != m_partitions.end() && source.offset < it->second.next_offset) {
+                if (it->second.rereads.count(source.offset) == 0) {
+                    p.what = verdict::duplicate;
+                    return p;
+                }
+                p.reread = true;
+            }
+        }
+        bool seq_ready = true;
+        if (st) {
+            p.episode = find_episode(st);
+            if (p.episode != nullptr) {
+                const episode_state& ep = *p.episode;
+                if (st.sequence < ep.next) {
+                    if (!in_given_up(ep, st.sequence)) {
+                        p.what = verdict::duplicate;
+                        return p;
+                    }
+                    p.late = true;
+                } else if (ep.held.count(st.sequence) != 0) {
+                    p.what = verdict::duplicate;
+                    return p;
+                } else {
+                    seq_ready = st.sequence == ep.next;
+                }
+            } else {
+                seq_ready = st.sequence == 0;
+            }
+        }
+        p.queue = find_fifo(key, h, source.partition);
+        const bool blocked = p.queue != nullptr && fifo_blocks(*p.queue, st);
+        p.what = (seq_ready && !blocked) ? verdict::deliver : verdict::hold;
+        return p;
+    }
+
+    void note_offset(const origin& source, bool reread) {
+        if (source.offset < 0) return;
+        partition_state& ps = m_partitions[source.partition];
+        if (reread) ps.rereads.erase(source.offset);
+        if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
+    }
+
+    auto episode_for(const stamp& st, std::string_view key, time_type time, episode_state* known)
+        -> episode_state& {
+        episode_state* ep = known;
+        if (ep == nullptr) {
+            const detail::episode_key id{st.producer, st.lane, st.episode};
+            ep = &m_episodes[id];
+            ep->id = id;
+            ep->key.assign(key.data(), key.size());
+        }
+        if (time > ep->last_time) ep->last_time = time;
+        return *ep;
+    }
+
+    static void remove_given_up(episode_state& ep, std::uint64_t seq) {
+        for (std::size_t i = 0; i < ep.given_up.size(); ++i) {
+            auto& r = ep.given_up[i];
+            if (seq < r.first || seq > r.second) continue;
+            if (r.first == r.second) {
+                ep.given_up.erase(ep.given_up.begin() + static_cast<std::ptrdiff_t>(i));
+            } else if (seq == r.first) {
+                ++r.first;
+            } else if (seq == r.second) {
+                --r.second;
+            } else {
+                const std::pair<std::uint64_t, std::uint64_t> upper{seq + 1, r.second};
+                r.second = seq - 1;
+                ep.given_up.insert(ep.given_up.begin() + static_cast<std::ptrdiff_t>(i) + 1, upper);
+                trim_given_up(ep);
+            }
+            return;
+        }
+    }
+
+    static void trim_given_up(episode_state& ep) {
+        if (ep.given_up.size() > max_given_up_ranges) {
+            ep.given_up.erase(ep.given_up.begin(),
+                              ep.given_up.end() - static_cast<std::ptrdiff_t>(max_given_up_ranges));
+        }
+    }
+
+    template <class E>
+    void accept_and_deliver(std::string_view key, const stamp& st, E& event, const origin& source,
+                            time_type time, const plan& p) {
+        ++m_stats.pushed;
+        note_offset(source, p.reread);
+        episode_state* ep = nullptr;
+        if (st) {
+            ep = &episode_for(st, key, time, p.episode);
+            if (p.late) {
+                remove_given_up(*ep, st.sequence);
+            } else {
+                ++ep->next;
+                after_advance(*ep, 0);
+            }
+            if (ep->refs == 0) idle_push_back(*ep);
+        }
+        deliver(Event(std::forward<E>(event)), key, st, source, time,
+                p.late ? delivery_order::late : delivery_order::in_order);
+        cascade();
+    }
+
+    template <class E>
+    void accept_oversized(std::string_view key, const stamp& st, E& event, const origin& source,
+                          time_type time, const plan& p) {
+        ++m_stats.pushed;
+        note_offset(source, p.reread);
+        if (st && !p.late) {
+            episode_state& ep = episode_for(st, key, time, p.episode);
+            give_up_below(ep, st.sequence, gap_reason::full);
+            ++ep.next;
+            after_advance(ep, 0);
+            if (ep.refs == 0) idle_push_back(ep);
+        } else if (st) {
+            remove_given_up(episode_for(st, key, time, p.episode), st.sequence);
+        }
+        deliver(Event(std::forward<E>(event)), key, st, source, time,
+                p.late ? delivery_order::late : delivery_order::in_order);
+        cascade();
+    }
+
+    template <class E>
+    void accept_and_hold(std::string_view key, std::uint64_t h, const stamp& st, E& event,
+                         const origin& source, time_type time, const plan& p, std::size_t bytes) {
+        ++m_stats.pushed;
+        ++m_stats.held;
+        note_offset(source, p.reread);
+        const std::uint32_t slot = allocate_slot();
+        entry& e = *m_slots[slot];
+        e.event.emplace(std::forward<E>(event));
+        e.st = st;
+        e.source = source;
+        e.time = time;
+        e.bytes = bytes;
+        e.serial = ++m_serial;
+        e.late = p.late;
+        fifo* q = p.queue;
+        if (q == nullptr) {
+            auto fresh = std::make_unique<fifo>();
+            fresh->key.assign(key.data(), key.size());
+            fresh->partition = source.partition;
+            q = fresh.get();
+            m_fifos[h].push_back(std::move(fresh));
+        }
+        e.queue = q;
+        q->items.push_back(slot);
+        if (!st) ++q->unstamped;
+        if (st) {
+            episode_state& ep = episode_for(st, key, time, p.episode);
+            e.episode = &ep;
+            if (p.late) {
+                remove_given_up(ep, st.sequence);
+            } else {
+                ep.held.emplace(st.sequence, slot);
+            }
+            if (ep.refs++ == 0) idle_unlink(ep);
+        }
+        if (source.offset >= 0) m_partitions[source.partition].held.insert(source.offset);
+        m_events += 1;
+        m_bytes += bytes;
+        m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
+        std::push_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
+        compact_deadlines();
+    }
+
+    [[nodiscard]] auto allocate_slot() -> std::uint32_t {
+        if (!m_free.empty()) {
+            const std::uint32_t s = m_free.back();
+            m_free.pop_back();
+            return s;
+        }
+        m_slots.push_back(std::make_unique<entry>());
+        return static_cast<std::uint32_t>(m_slots.size() - 1);
+    }
+
+    [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept
+        -> bool {
+        return slot < m_slots.size() && m_slots[slot]->serial == serial;
+    }
+
+    // Lazy deletion leaves stale deadlines; rebuild when they outnumber the live ones.
+    void compact_deadlines() {
+        if (m_deadlines.size() < 64 || m_deadlines.size() < 4 * m_events) return;
+        m_deadlines.erase(std::remove_if(m_deadlines.begin(), m_deadlines.end(),
+                                         [&](const deadline_item& d) {
+                                             return !is_pending(d.slot, d.serial);
+                                         }),
+                          m_deadlines.end());
+        std::make_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
+    }
+
+    void release_oldest(gap_reason why) {
+        while (!m_deadlines.empty()) {
+            const deadline_item item = m_deadlines.front();
+            std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
+            m_deadlines.pop_back();
+            if (is_pending(item.slot, item.serial)) {
+                force(item.slot, item.serial, why);
+                return;
+            }
+        }
+    }
+
+    // The episode's next sequence moved: skip tombstones, and wake the fifo of the next one if
+    // it is held. `after` is the serial of the event just released from a fifo being scanned.
+    void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
+        while (!ep.held.empty() && ep.held.begin()->first == ep.next &&
+               ep.held.begin()->second == tombstone) {
+            ep.held.erase(ep.held.begin());
+            ++ep.next;
+        }
+        if (ep.held.empty() || ep.held.begin()->first != ep.next) return;
+        const entry& nxt = *m_slots[ep.held.begin()->second];
+        // A forward scan of the same fifo reaches events pushed after the one it released.
+        if (scanning_serial != 0 && nxt.queue == m_scanning && nxt.serial > scanning_serial) return;
+        mark_dirty(*nxt.queue);
+    }
+
+    void mark_dirty(fifo& q) {
+        if (q.dirty) return;
+        q.dirty = true;
+        m_dirty.push_back(&q);
+    }
+
+    // Gives up the missing sequences of `ep` below `limit` (not the held ones).
+    void give_up_below(episode_state& ep, std::uint64_t limit, gap_reason why) {
+        while (ep.next < limit) {
+            const auto first = ep.held.begin();
+            if (first != ep.held.end() && first->first == ep.next) {
+                if (first->second != tombstone) return;
+                ep.held.erase(first);
+                ++ep.next;
+                continue;
+            }
+            const std::uint64_t upto =
+                first == ep.held.end() ? limit : std::min(limit, first->first);
+            report_gap(ep, ep.next, upto - 1, why);
+            ep.next = upto;
+        }
+        after_advance(ep, 0);
+    }
+
+    void report_gap(episode_state& ep, std::uint64_t first, std::uint64_t last, gap_reason why) {
+        ++m_stats.gaps;
+        m_stats.missing += last - first + 1;
+        ep.given_up.emplace_back(first, last);
+        trim_given_up(ep);
+        gap_report r;
+        r.producer = ep.id.producer;
+        r.lane = ep.id.lane;
+        r.episode = ep.id.episode;
+        r.first_missing = first;
+        r.last_missing = last;
+        r.key = ep.key;
+        r.reason = why;
+        m_on_gap(r);
+    }
+
+    [[nodiscard]] auto seq_ready(const entry& e) const noexcept -> bool {
+        return e.episode == nullptr || e.late || e.st.sequence == e.episode->next;
+    }
+
+    // Releases every event of `q` that rules 1 and 2 allow, front to back.
+    void scan(fifo& q) {
+        q.dirty = false;
+        m_scanning = &q;
+        m_seen.clear();
+        bool seen_any = false;
+        std::size_t i = q.head;
+        while (i < q.items.size()) {
+            const std::uint32_t slot = q.items[i];
+            const entry& e = *m_slots[slot];
+            bool blocked = seen_any && !e.st;
+            if (!blocked && e.st) {
+                blocked = std::any_of(m_seen.begin(), m_seen.end(),
+                                      [&](const stamp* y) { return blocks_stamp(*y, e.st); });
+            }
+            if (!blocked && seq_ready(e)) {
+                const bool at_head = i == q.head;
+                release(slot, i, delivery_order::in_order);
+                if (at_head) i = q.head;  // the head moved (and the vector may be compacted)
+                continue;
+            }
+            seen_any = true;
+            if (!e.st) break;  // nothing behind an unstamped held event can pass it
+            m_seen.push_back(&e.st);
+            ++i;
+        }
+        m_scanning = nullptr;
+    }
+
+    void cascade() {
+        while (!m_dirty.empty()) {
+            fifo* q = m_dirty.back();
+            m_dirty.pop_back();
+            if (q->dirty) scan(*q);
+        }
+        drop_empty_fifos();
+    }
+
+    void drop_empty_fifos() {
+        for (fifo* q : m_emptied) {
+            if (q->size() != 0) continue;
+            const std::uint64_t h = fifo_hash(q->key, q->partition);
+            auto it = m_fifos.find(h);
+            if (it == m_fifos.end()) continue;
+            auto& list = it->second;
+            list.erase(std::remove_if(list.begin(), list.end(),
+                                      [&](const std::unique_ptr<fifo>& p) { return p.get() == q; }),
+                       list.end());
+            if (list.empty()) m_fifos.erase(it);
+        }
+        m_emptied.clear();
+    }
+
+    [[nodiscard]] auto position_in(const fifo& q, std::uint32_t slot) const noexcept
+        -> std::size_t {
+        std::size_t i = q.head;
+        while (i < q.items.size() && q.items[i] != slot) ++i;
+        return i;
+    }
+
+    // Removes the event at items[pos] of its fifo from every index and delivers it.
+    void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
+        entry& e = *m_slots[slot];
+        fifo& q = *e.queue;
+        if (pos == q.head) {
+            ++q.head;
+            if (q.head == q.items.size()) {
+                q.items.clear();
+                q.head = 0;
+            } else if (q.head >= 32 && q.head * 2 >= q.items.size()) {
+                q.items.erase(q.items.begin(), q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
+                q.head = 0;
+            }
+        } else {
+            q.items.erase(q.items.begin() + static_cast<std::ptrdiff_t>(pos));
+        }
+        if (!e.st) --q.unstamped;
+        if (q.size() == 0) m_emptied.push_back(&q);
+        if (m_scanning != &q) mark_dirty(q);
+        if (e.episode != nullptr) {
+            episode_state& ep = *e.episode;
+            if (!e.late) {
+                if (e.st.sequence == ep.next) {
+                    ep.held.erase(ep.held.begin());
+                    ++ep.next;
+                    after_advance(ep, e.serial);
+                } else {
+                    ep.held[e.st.sequence] = tombstone;
+                }
+            }
+            if (--ep.refs == 0) idle_push_back(ep);
+        }
+        if (e.source.offset >= 0) m_partitions[e.source.partition].held.erase(e.source.offset);
+        m_events -= 1;
+        m_bytes -= e.bytes;
+        const stamp st = e.st;
+        const origin source = e.source;
+        const time_type time = e.time;
+        Event ev(std::move(*e.event));
+        e.event.reset();
+        e.serial = 0;
+        e.queue = nullptr;
+        e.episode = nullptr;
+        m_free.push_back(slot);
+        const delivery_order final_order = e.late ? delivery_order::late : order;
+        deliver(std::move(ev), q.key, st, source, time, final_order);
+    }
+
+    void deliver(Event&& ev, std::string_view key, const stamp& st, const origin& source,
+                 time_type time, delivery_order order) {
+        ++m_stats.delivered;
+        if (order == delivery_order::late) ++m_stats.late;
+        if (order == delivery_order::out_of_order) ++m_stats.out_of_order;
+        m_on_delivery(delivery_type{std::move(ev), key, st, source, time, order});
+    }
+
+    // The first held event that `slot` waits for, or no_slot. Gives up missing sequences of its
+    // episode below it first: whoever forces an event forces its whole wait chain.
+    [[nodiscard]] auto blocker(std::uint32_t slot, gap_reason why) -> std::uint32_t {
+        entry& e = *m_slots[slot];
+        if (e.episode != nullptr && !e.late) {
+            give_up_below(*e.episode, e.st.sequence, why);
+            if (e.episode->next < e.st.sequence) return e.episode->held.begin()->second;
+        }
+        const fifo& q = *e.queue;
+        for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
+            const entry& y = *m_slots[q.items[i]];
+            if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return q.items[i];
+        }
+        return no_slot;
+    }
+
+    // Delivers the held event (slot, serial) now, after what it waits for.
+    void force(std::uint32_t slot, std::uint64_t serial, gap_reason why) {
+        while (is_pending(slot, serial)) {
+            const std::uint64_t walk = ++m_walk;
+            std::uint32_t y = slot;
+            for (;;) {
+                m_slots[y]->visit = walk;
+                const std::uint32_t b = blocker(y, why);
+                if (b == no_slot) {
+                    release(y, position_in(*m_slots[y]->queue, y), delivery_order::in_order);
+                    break;
+                }
+                if (m_slots[b]->visit == walk) {
+                    release(y, position_in(*m_slots[y]->queue, y), delivery_order::out_of_order);
+                    break;
+                }
+                y = b;
+            }
+            cascade();
+        }
+    }
+
+    void idle_push_back(episode_state& ep) {
+        if (ep.idle) idle_unlink(ep);
+        ep.idle = true;
+        ep.idle_prev = m_idle_tail;
+        ep.idle_next = nullptr;
+        if (m_idle_tail != nullptr) m_idle_tail->idle_next = &ep;
+        else m_idle_head = &ep;
+        m_idle_tail = &ep;
+        ++m_idle_count;
+    }
+
+    void idle_unlink(episode_state& ep) {
+        if (!ep.idle) return;
+        if (ep.idle_prev != nullptr) ep.idle_prev->idle_next = ep.idle_next;
+        else m_idle_head = ep.idle_next;
+        if (ep.idle_next != nullptr) ep.idle_next->idle_prev = ep.idle_prev;
+        else m_idle_tail = ep.idle_prev;
+        ep.idle = false;
+        ep.idle_prev = ep.idle_next = nullptr;
+        --m_idle_count;
+    }
+
+    void forget_idle_episodes() {
+        while (m_idle_head != nullptr &&
+               (m_idle_count > m_config.max_idle_episodes ||
+                detail::saturating_add(m_idle_head->last_time, m_config.episode_ttl) <=
+                    m_watermark)) {
+            episode_state& ep = *m_idle_head;
+            idle_unlink(ep);
+            ++m_stats.forgotten_episodes;
+            m_episodes.erase(ep.id);
+        }
+    }
+
+    resequencer_config m_config;
+    delivery_sink m_on_delivery;
+    gap_sink m_on_gap;
+    EventSize m_event_size;
+
+    std::vector<std::unique_ptr<entry>> m_slots;
+    std::vector<std::uint32_t> m_free;
+    std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<fifo>>> m_fifos;
+    std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
+    std::unordered_map<std::uint32_t, partition_state> m_partitions;
+    std::vector<deadline_item> m_deadlines;  // min-heap on (deadline, serial)
+
+    std::vector<fifo*> m_dirty;
+    std::vector<fifo*> m_emptied;
+    std::vector<const stamp*> m_seen;
+    fifo* m_scanning = nullptr;
+
+    episode_state* m_idle_head = nullptr;
+    episode_state* m_idle_tail = nullptr;
+    std::size_t m_idle_count = 0;
+
+    std::size_t m_events = 0;
+    std::size_t m_bytes = 0;
+    std::uint64_t m_serial = 0;
+    std::uint64_t m_walk = 0;
+    time_type m_watermark = time_type::min();
+    resequencer_stats m_stats;
+    bool m_busy = false;
+};
+
+}  // namespace keyroute
