@@ -47,6 +47,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace keyroute {
@@ -202,7 +203,6 @@ public:
             m_scratch_room = std::make_unique<double[]>(2U * std::size_t{m_n});
             m_plan = std::make_unique<plan_piece[]>(4U * std::size_t{plan_capacity()});
             m_reserved = std::make_unique<std::atomic<std::uint64_t>[]>(2U * std::size_t{m_n});
-            m_scratch_heap = std::make_unique<room_entry[]>(m_n);
             m_scratch_keys = std::make_unique<key_volume[]>(m_slots);
         }
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
@@ -232,7 +232,10 @@ public:
     /// opens its window; an earlier time (a late event, or a clock set back) counts in the current
     /// window, which then simply lasts until the clock reaches its end: windows never go back.
     [[nodiscard]] auto decide(std::string_view key, time_point now) noexcept -> route_decision {
-        const std::int64_t w = enter_window(window_of(now));
+        const auto [event_window, position] = window_of(now);
+        const std::int64_t w = enter_window(event_window);
+        // How far into its window the event is: late events count as at its end.
+        const double frac = event_window == w ? position : 1.0;
         lane& ln = my_lane();
         observe(ln, w);
         route_decision d;
@@ -243,10 +246,10 @@ public:
         std::uint32_t slot = find(fp);
         if (slot == no_slot || !live(m_entries[slot], w)) {
             const std::uint32_t estimate = sketch_add(h, w);
-            slot = estimate >= admit_floor(w) ? admit(ln, key, fp, d.home, w, estimate, slot) : no_slot;
+            slot = estimate >= admit_floor(w) ? admit(ln, key, fp, d.home, w, frac, estimate, slot) : no_slot;
         }
         if (slot != no_slot) {
-            tracked(ln, slot, fp, w, d);
+            tracked(ln, slot, fp, w, frac, d);
         } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
             d.partition = failover(d.home, fp);
         }
@@ -334,7 +337,7 @@ public:
                m_n * sizeof(std::atomic<std::uint8_t>) +
                std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
                (m_fill ? std::size_t{m_n} * (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint64_t) +
-                                             sizeof(std::uint32_t) + 2 * sizeof(double) + sizeof(room_entry)) +
+                                             sizeof(std::uint32_t) + 2 * sizeof(double)) +
                              std::size_t{m_slots} * sizeof(key_volume) + std::size_t{4} * plan_capacity() * sizeof(plan_piece) +
                              std::size_t{2} * m_n * sizeof(std::atomic<std::uint64_t>)
                        : 0);
@@ -349,6 +352,7 @@ private:
     static constexpr std::uint32_t max_scan = 16;
     static constexpr std::uint64_t early_divisor = 16;
     static constexpr std::uint32_t max_ordered_partitions = 16384;
+    static constexpr double headroom = 0.04;
 
     static constexpr std::uint64_t seq_bits = 40;
     static constexpr std::uint64_t seq_mask = (std::uint64_t{1} << seq_bits) - 1;
@@ -379,7 +383,7 @@ private:
     /// A lane's view of one tracked slot.
     struct slot_state {
         std::atomic<std::uint64_t> seq_word{0};  // episode tag (24 bits) | next sequence (40 bits)
-        std::atomic<std::uint64_t> run_word{0};  // partition (32 bits) | events left (32 bits)
+        std::atomic<std::uint64_t> run_word{0};  // partition (32) | window (8) | events left (24)
         std::atomic<std::uint32_t> pending{0};   // counted here, not yet added to entry::count
     };
 
@@ -413,7 +417,9 @@ private:
             fail("auto_fraction must be in (0, 1], got " + std::to_string(c.auto_fraction));
         }
         if (c.min_threshold == 0) fail("min_threshold must be at least 1, got 0");
-        if (c.run_length == 0) fail("run_length must be at least 1, got 0");
+        if (c.run_length == 0 || c.run_length > 65536) {
+            fail("run_length must be in [1, 65536], got " + std::to_string(c.run_length));
+        }
         if (c.max_hot_keys == 0 || c.max_hot_keys > 4096) {
             fail("max_hot_keys must be in [1, 4096], got " + std::to_string(c.max_hot_keys));
         }
@@ -422,12 +428,25 @@ private:
         return c;
     }
 
-    [[nodiscard]] auto window_of(time_point t) const noexcept -> std::int64_t {
+    /// The window of time t, and how far into it t is, in [0, 1).
+    [[nodiscard]] auto window_of(time_point t) const noexcept -> std::pair<std::int64_t, double> {
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
         const std::int64_t len = m_config.window.count();
         std::int64_t q = ms / len;
-        if (ms % len < 0) --q;  // floor, also before the epoch
-        return q;
+        std::int64_t r = ms % len;
+        if (r < 0) {  // floor, also before the epoch
+            --q;
+            r += len;
+        }
+        return {q, static_cast<double>(r) / static_cast<double>(len)};
+    }
+
+    /// The events window w will hold, from the previous window's volume or, without one, from
+    /// the events so far and how far into the window `frac` is (steady rates assumed).
+    [[nodiscard]] auto expected_total(std::int64_t w, std::uint64_t total, double frac) const noexcept -> double {
+        const std::uint64_t prev = previous_total(w);
+        if (prev != 0) return static_cast<double>(std::max(prev, total));
+        return static_cast<double>(total) / std::clamp(frac, 1.0 / 64, 1.0);
     }
 
     /// Moves the router's window forward to `ew` and returns the window the event counts in.
@@ -508,7 +527,7 @@ private:
             const double c =
                 static_cast<double>(e.count_window.load(std::memory_order_relaxed) == from ? e.count.load(std::memory_order_relaxed) : 0) +
                 static_cast<double>(e.admit_window.load(std::memory_order_relaxed) == from ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
-            keys[k++] = key_volume{c, s};
+            keys[k++] = key_volume{c, s, 0.0};
             counted_sum += c;
         }
         if (k == 0 || counted_sum <= 0) return;
@@ -523,20 +542,25 @@ private:
         double level = planned;
         for (std::uint32_t i = 0; i < below; ++i) level += static_cast<double>(base[order[i]]);
         level /= static_cast<double>(below);
+        // A little headroom above the exact level lets each key fill fewer, fuller partitions.
+        level += headroom * mean;
         double* room = m_scratch_room.get();
-        room_entry* heap = m_scratch_heap.get();
-        std::uint32_t heap_size = 0;
-        for (std::uint32_t p = 0; p < m_n; ++p) {
-            room[p] = std::max(0.0, level - static_cast<double>(base[p]));
-            if (room[p] > 0) heap[heap_size++] = room_entry{room[p], p};
-        }
-        const auto by_room = [](const room_entry& a, const room_entry& b) { return a.room < b.room; };
-        std::make_heap(heap, heap + heap_size, by_room);
+        for (std::uint32_t p = 0; p < m_n; ++p) room[p] = std::max(0.0, level - static_cast<double>(base[p]));
         std::sort(keys, keys + k, [](const key_volume& a, const key_volume& b) { return a.volume > b.volume; });
-        const double sliver = 0.02 * mean;
+        const double sliver = 0.05 * mean;
         plan_piece* out = m_plan.get() + next * 2 * plan_capacity();
         std::uint32_t used = 0;
         double* vol = m_scratch_room.get() + m_n;  // one key's piece volumes
+        // Home first, for every key before any key goes elsewhere: the key's first events of a
+        // window land there anyway, so volume kept home costs no fan-out.
+        for (std::uint32_t i = 0; i < k; ++i) {
+            const std::uint32_t home = m_entries[keys[i].slot].home.load(std::memory_order_relaxed);
+            keys[i].at_home = 0;
+            if (home < m_n && room[home] > sliver) {
+                keys[i].at_home = std::min(room[home], keys[i].volume);
+                room[home] -= keys[i].at_home;
+            }
+        }
         for (std::uint32_t i = 0; i < k && keys[i].volume > 0; ++i) {
             entry& e = m_entries[keys[i].slot];
             double remaining = keys[i].volume;
@@ -545,33 +569,27 @@ private:
             const std::uint32_t limit = std::min<std::uint32_t>(m_n, plan_capacity() - used);
             if (limit == 0) break;
             const std::uint32_t home = e.home.load(std::memory_order_relaxed);
-            if (home < m_n && room[home] > sliver) {
-                const double x = std::min(room[home], remaining);
-                out[first + pieces].partition = home;
-                vol[pieces++] = x;
-                room[home] -= x;
-                remaining -= x;
+            if (keys[i].at_home > 0) {
+                out[first + pieces].partition.store(home, std::memory_order_relaxed);
+                vol[pieces++] = keys[i].at_home;
+                remaining -= keys[i].at_home;
             }
-            while (remaining > sliver && heap_size > 0 && pieces < limit) {
-                std::pop_heap(heap, heap + heap_size, by_room);
-                const room_entry top = heap[--heap_size];
-                if (top.room != room[top.p]) {  // stale: its room changed since it was pushed
-                    if (room[top.p] > sliver) {
-                        heap[heap_size++] = room_entry{room[top.p], top.p};
-                        std::push_heap(heap, heap + heap_size, by_room);
-                    }
-                    continue;
+            // Then best fit: the smallest room that holds the rest, else the largest room.
+            while (remaining > sliver && pieces < limit) {
+                std::uint32_t fit = no_slot;
+                std::uint32_t largest = no_slot;
+                for (std::uint32_t p = 0; p < m_n; ++p) {
+                    if (room[p] <= sliver) continue;
+                    if (room[p] >= remaining && (fit == no_slot || room[p] < room[fit])) fit = p;
+                    if (largest == no_slot || room[p] > room[largest]) largest = p;
                 }
-                if (top.room <= sliver) break;
-                const double x = pieces + 1 == limit ? remaining : std::min(top.room, remaining);
-                out[first + pieces].partition = top.p;
+                const std::uint32_t p = fit != no_slot ? fit : largest;
+                if (p == no_slot) break;
+                const double x = pieces + 1 == limit ? remaining : std::min(room[p], remaining);
+                out[first + pieces].partition.store(p, std::memory_order_relaxed);
                 vol[pieces++] = x;
-                room[top.p] = std::max(0.0, room[top.p] - x);
+                room[p] = std::max(0.0, room[p] - x);
                 remaining -= x;
-                if (room[top.p] > sliver) {
-                    heap[heap_size++] = room_entry{room[top.p], top.p};
-                    std::push_heap(heap, heap + heap_size, by_room);
-                }
             }
             if (pieces == 0) {
                 out[first].partition = home < m_n ? home : order[0];
@@ -604,61 +622,77 @@ private:
         }
     }
 
-    /// A key turned hot in window w without a plan (it was not hot in the window before): its
-    /// pool becomes the f partitions whose projected load (load so far scaled to the window,
-    /// plus what other hot keys' plans reserved) is lowest, f = max(1.25 * s * n, s * n / spread)
-    /// for share s and salted share `spread`; its expected volume is reserved there.
-    void plan_now(entry& e, std::int64_t w, std::uint64_t exact) noexcept {
+    /// A key turned hot in window w without a plan (it was not hot in the window before). Its
+    /// volume for the window, at its share so far, is water-filled the way the rollover plans
+    /// keys, against each partition's projected load: what cold keys sent so far scaled to the
+    /// whole window, plus what hot keys' plans reserved. The pieces are reserved at once, so the
+    /// next key planned sees them.
+    void plan_now(entry& e, std::int64_t w, std::uint64_t exact, double frac) noexcept {
         if (!m_plan) return;
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
-        std::uint64_t total = 0;
-        std::uint64_t salted = 0;
-        window_totals(w, total, salted);
-        total = std::max<std::uint64_t>(total, 1);
+        const std::uint64_t total = std::max<std::uint64_t>(window_total(w), 1);
         const std::uint64_t counted =
             exact + (e.admit_window.load(std::memory_order_relaxed) == w ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
         const double share = std::min(1.0, static_cast<double>(counted) / static_cast<double>(total));
-        double spread = static_cast<double>(salted) / static_cast<double>(total);
-        const std::uint64_t pt = previous_total(w);
-        if (pt != 0) spread = std::max(spread, static_cast<double>(m_prev_salted.load(std::memory_order_relaxed)) / static_cast<double>(pt));
-        spread = std::clamp(spread, share, 1.0);
-        const double n = static_cast<double>(m_n);
-        const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(std::max(1.25 * share * n, share * n / spread)), 1.0, n));
-        const std::uint32_t first = m_plan_used[parity].fetch_add(f, std::memory_order_acq_rel);
-        if (first + f > 2 * plan_capacity()) return;  // out of piece space: load-driven placement
+        const double expected = expected_total(w, total, frac);
+        const double scale = expected / static_cast<double>(total);
+        const double mean = expected / static_cast<double>(m_n);
+        const double level = (1.0 + headroom) * mean;
+        const double sliver = 0.05 * mean;
+        double remaining = share * expected;
+        const auto most = static_cast<std::uint32_t>(std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
+        const std::uint32_t first = m_plan_used[parity].fetch_add(most, std::memory_order_acq_rel);
+        if (first + most > 2 * plan_capacity()) return;  // out of piece space: load-driven placement
         plan_piece* out = m_plan.get() + parity * 2 * plan_capacity() + first;
-        const std::uint64_t expected = std::max(pt, total);
-        const double scale = static_cast<double>(expected) / static_cast<double>(total);
-        // The f lowest projected loads: a bounded selection, no allocation.
-        std::uint32_t count = 0;
-        for (std::uint32_t p = 0; p < m_n; ++p) {
-            if (m_down[p].load(std::memory_order_relaxed) != 0) continue;
-            const auto l = static_cast<std::uint64_t>(static_cast<double>(load_of(p, w)) * scale) +
-                           m_reserved[parity * m_n + p].load(std::memory_order_relaxed);
-            if (count < f) {
-                out[count].partition.store(p, std::memory_order_relaxed);
-                out[count].hint.store(static_cast<std::uint32_t>(std::min<std::uint64_t>(l, 0xffffffffU)), std::memory_order_relaxed);
-                ++count;
-                continue;
+        const auto room_of = [&](std::uint32_t p) {
+            if (m_down[p].load(std::memory_order_relaxed) != 0) return 0.0;
+            const std::uint64_t all = load_of(p, w);
+            const std::uint64_t runs = m_run_load[parity * m_n + p].load(std::memory_order_relaxed);
+            const double projected = static_cast<double>(all > runs ? all - runs : 0) * scale +
+                                     static_cast<double>(m_reserved[parity * m_n + p].load(std::memory_order_relaxed));
+            return std::max(0.0, level - projected);
+        };
+        std::uint32_t pieces = 0;
+        const auto take = [&](std::uint32_t p, double x) {
+            out[pieces].partition.store(p, std::memory_order_relaxed);
+            out[pieces].hint.store(static_cast<std::uint32_t>(std::min(x, 4294967295.0)), std::memory_order_relaxed);
+            m_reserved[parity * m_n + p].fetch_add(static_cast<std::uint64_t>(x), std::memory_order_relaxed);
+            ++pieces;
+            remaining -= x;
+        };
+        const std::uint32_t home = e.home.load(std::memory_order_relaxed);
+        if (home < m_n) {
+            const double r = room_of(home);
+            if (r > sliver) take(home, std::min(r, remaining));
+        }
+        while (remaining > sliver && pieces < most) {
+            std::uint32_t fit = no_slot;
+            std::uint32_t largest = no_slot;
+            double fit_room = 0;
+            double largest_room = 0;
+            for (std::uint32_t p = 0; p < m_n; ++p) {
+                const double r = room_of(p);
+                if (r <= sliver) continue;
+                if (r >= remaining && (fit == no_slot || r < fit_room)) {
+                    fit = p;
+                    fit_room = r;
+                }
+                if (r > largest_room) {
+                    largest = p;
+                    largest_room = r;
+                }
             }
-            std::uint32_t worst = 0;
-            for (std::uint32_t i = 1; i < count; ++i) {
-                if (out[i].hint.load(std::memory_order_relaxed) > out[worst].hint.load(std::memory_order_relaxed)) worst = i;
-            }
-            if (l < out[worst].hint.load(std::memory_order_relaxed)) {
-                out[worst].partition.store(p, std::memory_order_relaxed);
-                out[worst].hint.store(static_cast<std::uint32_t>(std::min<std::uint64_t>(l, 0xffffffffU)), std::memory_order_relaxed);
+            if (fit != no_slot) {
+                take(fit, remaining);
+            } else if (largest != no_slot) {
+                take(largest, pieces + 1 == most ? remaining : largest_room);
+            } else {
+                break;
             }
         }
-        if (count == 0) return;
-        const auto volume = static_cast<std::uint64_t>(share * static_cast<double>(expected) / count);
-        for (std::uint32_t i = 0; i < count; ++i) {
-            const std::uint32_t p = out[i].partition.load(std::memory_order_relaxed);
-            out[i].hint.store(static_cast<std::uint32_t>(std::min<std::uint64_t>(volume, 0xffffffffU)), std::memory_order_relaxed);
-            m_reserved[parity * m_n + p].fetch_add(volume, std::memory_order_relaxed);
-        }
+        if (pieces == 0) return;  // no room anywhere: load-driven placement
         e.plan_first.store(first, std::memory_order_relaxed);
-        e.plan_pieces.store(count, std::memory_order_relaxed);
+        e.plan_pieces.store(pieces, std::memory_order_relaxed);
         e.plan_window.store(w, std::memory_order_release);
     }
 
@@ -780,17 +814,22 @@ private:
     }
 
     /// Automatic mode, from the second window on: `count` events so far are enough to call the
-    /// key hot early when, at its share of the window so far, it will end the window with at
-    /// least `factor` times the threshold. Rates within a window are assumed steady; the margin
-    /// and the minimum count keep a key that ends below the threshold from being split.
-    [[nodiscard]] auto projected(std::uint64_t count, std::int64_t w, std::uint64_t t, double factor,
+    /// key hot early when, at its share of the window so far, it will end the window above the
+    /// threshold by `sigmas` standard deviations of that projection (a count of c has a relative
+    /// error of about 1 / sqrt(c) when events arrive at a steady rate). With 4 sigmas a key that
+    /// ends below the threshold is split about once in 30,000 windows, and a key well above it
+    /// turns hot after a few hundred events instead of a threshold's worth.
+    [[nodiscard]] auto projected(std::uint64_t count, std::int64_t w, double frac, std::uint64_t t, double sigmas,
                                  std::uint64_t min_count) const noexcept -> bool {
         if (m_config.threshold != 0 || count < min_count) return false;
-        const std::uint64_t prev = previous_total(w);
         const std::uint64_t total = window_total(w);
-        if (prev == 0 || total == 0) return false;
-        const double expected = static_cast<double>(std::max(prev, total));
-        return static_cast<double>(count) * expected / static_cast<double>(total) >= factor * static_cast<double>(t);
+        if (total == 0) return false;
+        const double expected = expected_total(w, total, frac);
+        const double c = static_cast<double>(count);
+        const double projection = c * expected / static_cast<double>(total);
+        // In a first window the threshold so far follows the events so far; use the window's.
+        const double bar = std::max(static_cast<double>(t), m_config.auto_fraction * expected / static_cast<double>(m_n));
+        return projection * (1.0 - sigmas / std::sqrt(c)) >= bar;
     }
 
     /// Conservative-update Count-Min: adds one to the key's smallest cells; returns the new
@@ -853,7 +892,8 @@ private:
         return 2 * c < estimate;
     }
 
-    auto admit(lane& ln, std::string_view key, std::uint64_t fp, std::uint32_t home, std::int64_t w, std::uint32_t estimate,
+    auto admit(lane& ln, std::string_view key, std::uint64_t fp, std::uint32_t home, std::int64_t w, double frac,
+               std::uint32_t estimate,
                std::uint32_t preferred) noexcept -> std::uint32_t {
         const std::uint64_t t = threshold(w);
         // Well above the sketch's background (the average cell), and either half the threshold
@@ -861,7 +901,7 @@ private:
         const std::uint64_t background = 4 * window_total(w) / (m_sketch_mask + 1U);
         if (estimate < background) return no_slot;
         const std::uint64_t early = std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold);
-        if (estimate < (t + 1) / 2 && !projected(estimate, w, t, 1.0, early)) return no_slot;
+        if (estimate < (t + 1) / 2 && !projected(estimate, w, frac, t, 0.0, early)) return no_slot;
         const std::uint32_t g = group_of(fp);
         for (std::uint32_t i = 0; i <= probe_group; ++i) {
             // The key's own stale slot first, then the group in order.
@@ -902,7 +942,8 @@ private:
     }
 
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
-    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, route_decision& d) noexcept {
+    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, double frac,
+                 route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
         const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
@@ -928,14 +969,14 @@ private:
         bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
         if (!hot) {
             const std::uint64_t t = threshold(w);
-            if (counted > t || projected(counted, w, t, 1.25, std::max<std::uint64_t>(t / 8, 2 * m_config.min_threshold))) {
+            if (counted > t || projected(counted, w, frac, t, 4.0, 2 * m_config.min_threshold)) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 if (seen != w && e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
                     if (e.plan_window.load(std::memory_order_acquire) == w) {
                         reserve_plan(e, w);
                     } else {
-                        plan_now(e, w, counted);
+                        plan_now(e, w, counted, frac);
                     }
                 }
                 hot = true;
@@ -978,23 +1019,23 @@ private:
     /// least-loaded available partition among the key's first f candidates.
     auto place(lane& ln, slot_state& ss, entry& e, std::int64_t w, std::uint64_t counted,
                std::uint32_t home) noexcept -> std::uint32_t {
+        // A run never outlives its window: the next window places the key afresh.
+        const auto tag = static_cast<std::uint64_t>(w) & 0xffU;
         std::uint64_t run = ss.run_word.load(std::memory_order_relaxed);
-        auto left = static_cast<std::uint32_t>(run);
-        auto part = static_cast<std::uint32_t>(run >> 32U);
-        while (left != 0 && part < m_n && m_down[part].load(std::memory_order_relaxed) == 0) {
+        while ((run & 0xffffffU) != 0 && ((run >> 24U) & 0xffU) == tag) {
+            const auto part = static_cast<std::uint32_t>(run >> 32U);
+            if (part >= m_n || m_down[part].load(std::memory_order_relaxed) != 0) break;
             if (!ln.shared) {
                 ss.run_word.store(run - 1, std::memory_order_relaxed);
                 return part;
             }
             if (ss.run_word.compare_exchange_weak(run, run - 1, std::memory_order_relaxed)) return part;
-            left = static_cast<std::uint32_t>(run);
-            part = static_cast<std::uint32_t>(run >> 32U);
         }
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         if (e.plan_window.load(std::memory_order_acquire) == w) {
             const std::uint32_t p = planned(ln, e, w);
             if (p != no_slot) {
-                start_run(ss, p, parity);
+                start_run(ss, p, w);
                 return p;
             }
         }
@@ -1045,12 +1086,14 @@ private:
             }
         }
         if (best_load == std::numeric_limits<std::uint64_t>::max()) best = least_loaded_available(w, home);
-        start_run(ss, best, parity);
+        start_run(ss, best, w);
         return best;
     }
 
-    void start_run(slot_state& ss, std::uint32_t p, std::uint64_t parity) noexcept {
-        ss.run_word.store((std::uint64_t{p} << 32U) | (m_config.run_length - 1U), std::memory_order_relaxed);
+    void start_run(slot_state& ss, std::uint32_t p, std::int64_t w) noexcept {
+        const auto tag = static_cast<std::uint64_t>(w) & 0xffU;
+        ss.run_word.store((std::uint64_t{p} << 32U) | (tag << 24U) | (m_config.run_length - 1U), std::memory_order_relaxed);
+        const auto parity = static_cast<std::uint64_t>(w) & 1U;
         m_run_load[parity * m_n + p].fetch_add(m_config.run_length, std::memory_order_relaxed);
     }
 
@@ -1158,15 +1201,11 @@ private:
     struct key_volume {
         double volume;
         std::uint32_t slot;
-    };
-    struct room_entry {
-        double room;
-        std::uint32_t p;
+        double at_home;
     };
     std::unique_ptr<std::uint64_t[]> m_scratch_base;
     std::unique_ptr<std::uint32_t[]> m_scratch_order;
     std::unique_ptr<double[]> m_scratch_room;
-    std::unique_ptr<room_entry[]> m_scratch_heap;
     std::unique_ptr<key_volume[]> m_scratch_keys;
     std::atomic<std::uint32_t> m_fill_low[2] = {};
     std::atomic<std::int64_t> m_fill_window[2] = {detail::no_window, detail::no_window};
