@@ -15,4 +15,5 @@
 #include "maglev.hpp"
 #include "key_group.hpp"
 #include "migration.hpp"
+#include "salting_router.hpp"
 #include "resequencer.hpp"
