@@ -27,7 +27,8 @@ using handle = std::unique_ptr<rd_kafka_t, rk_deleter>;
 
 using settings = std::vector<std::pair<std::string, std::string>>;
 
-/// librdkafka's log level for the tests: errors only, unless KEYROUTE_KAFKA_LOG_LEVEL says.
+/// librdkafka's log level for the tests: errors only, unless KEYROUTE_KAFKA_LOG_LEVEL says
+/// (KEYROUTE_KAFKA_DEBUG sets librdkafka's `debug` contexts, e.g. "cgrp,mock").
 inline auto log_level() -> std::string {
     const char* env = std::getenv("KEYROUTE_KAFKA_LOG_LEVEL");
     return env != nullptr ? env : "3";
@@ -54,6 +55,7 @@ inline void set(rd_kafka_topic_conf_t* conf, const std::string& name, const std:
 inline auto make_conf(const settings& s) -> rd_kafka_conf_t* {
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     set(conf, "log_level", log_level());
+    if (const char* debug = std::getenv("KEYROUTE_KAFKA_DEBUG")) set(conf, "debug", debug);
     for (const auto& [name, value] : s) set(conf, name, value);
     return conf;
 }
