@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what keyroute's build, tests, benchmarks and examples need, from Debian 12's packages.
+# Idempotent: does nothing when every package is already installed. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config g++ clang libclang-rt-14-dev
+  libxxhash-dev catch2 libbenchmark-dev librdkafka-dev libssl-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "scripts/deps.sh: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
