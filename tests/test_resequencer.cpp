@@ -472,6 +472,29 @@ TEST_CASE("checkpoint and restore carry the state across a restart", "[ordering]
     CHECK_THROWS_AS(b.r.restore(cp), std::invalid_argument);
 }
 
+TEST_CASE("a late event still held at the checkpoint is late again after restore",
+          "[ordering][resequencer]") {
+    harness a(config(1000, ms(10)));
+    a.stamped("k", lane_a(0, 1), 0, 0, 10, ms(0));
+    a.stamped("k", lane_a(2, 1), 1, 0, 12, ms(0));
+    a.r.advance_watermark(ms(10));  // gives up episode 1's sequence 1
+    REQUIRE(a.gaps.size() == 1);
+    a.stamped("k", lane_a(1, 2), 0, 1, 21, ms(20));  // episode 2 waits for its sequence 0
+    // Episode 1's sequence 1 turns up behind it (same lane, later episode ahead): held, late.
+    CHECK(a.stamped("k", lane_a(1, 1), 0, 2, 11, ms(20)) == push_result::accepted);
+    CHECK(a.r.held_events() == 2);
+    const auto cp = a.r.checkpoint();
+    harness b(config(1000, ms(10)));
+    b.r.restore(cp);
+    CHECK(b.r.committable_offset(0) == 1);
+    CHECK(b.stamped("k", lane_a(1, 2), 0, 1, 21, ms(30)) == push_result::accepted);
+    CHECK(b.stamped("k", lane_a(1, 1), 0, 2, 11, ms(30)) == push_result::accepted);
+    CHECK(b.stamped("k", lane_a(0, 2), 2, 0, 20, ms(30)) == push_result::accepted);
+    CHECK(b.events() == std::vector<int>{20, 21, 11});
+    CHECK(b.out.back().order == delivery_order::late);
+    CHECK(b.gaps.empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Property tests: a simulated salting producer, a consumer reading partitions in random order.
 

@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -401,7 +402,7 @@ public:
         if (it == m_partitions.end() || it->second.next_offset < 0) return std::nullopt;
         const partition_state& ps = it->second;
         std::int64_t out = ps.next_offset;
-        if (!ps.held.empty()) out = std::min(out, *ps.held.begin());
+        if (!ps.held.empty()) out = std::min(out, ps.held.front());
         if (!ps.rereads.empty()) out = std::min(out, *ps.rereads.begin());
         return out;
     }
@@ -416,7 +417,9 @@ public:
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
             out.next_offset = ps.next_offset;
-            out.held_offsets.assign(ps.held.begin(), ps.held.end());
+            for (const std::int64_t offset : ps.held) {
+                if (offset != released) out.held_offsets.push_back(offset);
+            }
             out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
             std::sort(out.held_offsets.begin(), out.held_offsets.end());
             cp.partitions.push_back(std::move(out));
@@ -492,6 +495,7 @@ public:
 private:
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
+    static constexpr std::int64_t released = -1;
     /// Given-up ranges remembered per episode to flag late arrivals; older ones are dropped
     /// (a late arrival of those is then reported as a duplicate, still not silently lost).
     static constexpr std::size_t max_given_up_ranges = 256;
@@ -507,6 +511,7 @@ private:
         std::size_t bytes = 0;
         std::uint64_t serial = 0;  // 0: free slot
         std::uint64_t visit = 0;
+        std::uint64_t offset_index = 0;  // position in its partition_state::held
         fifo* queue = nullptr;
         episode_state* episode = nullptr;  // null when unstamped
         bool late = false;
@@ -516,10 +521,13 @@ private:
     struct fifo {
         std::string key;
         std::uint32_t partition = 0;
+        std::uint64_t hash = 0;
+        fifo* chain = nullptr;  // next fifo with the same hash
         std::vector<std::uint32_t> items;  // slots; [head, size) are live
         std::size_t head = 0;
         std::size_t unstamped = 0;
         bool dirty = false;
+        bool emptied = false;  // listed in m_emptied
         [[nodiscard]] auto size() const noexcept -> std::size_t { return items.size() - head; }
     };
 
@@ -538,7 +546,10 @@ private:
 
     struct partition_state {
         std::int64_t next_offset = -1;
-        std::set<std::int64_t> held;     // offsets held in the buffer
+        // Offsets of the events held from this partition, in push order (so increasing);
+        // released ones are marked and popped once at the front. held[i] has index dropped + i.
+        std::deque<std::int64_t> held;
+        std::uint64_t dropped = 0;
         std::set<std::int64_t> rereads;  // offsets held at the restored checkpoint
     };
 
@@ -578,6 +589,7 @@ private:
         bool reread = false;
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
+        std::map<std::uint64_t, std::uint32_t>::iterator where{};  // insertion hint in held
     };
 
     template <class E>
@@ -632,8 +644,8 @@ private:
                                  std::uint32_t partition) const -> fifo* {
         const auto it = m_fifos.find(h);
         if (it == m_fifos.end()) return nullptr;
-        for (const auto& q : it->second) {
-            if (q->partition == partition && q->key == key) return q.get();
+        for (fifo* q = it->second; q != nullptr; q = q->chain) {
+            if (q->partition == partition && q->key == key) return q;
         }
         return nullptr;
     }
@@ -681,17 +693,19 @@ private:
         if (st) {
             p.episode = find_episode(st);
             if (p.episode != nullptr) {
-                const episode_state& ep = *p.episode;
+                episode_state& ep = *p.episode;
                 if (st.sequence < ep.next) {
                     if (!in_given_up(ep, st.sequence)) {
                         p.what = verdict::duplicate;
                         return p;
                     }
                     p.late = true;
-                } else if (ep.held.count(st.sequence) != 0) {
-                    p.what = verdict::duplicate;
-                    return p;
                 } else {
+                    p.where = ep.held.lower_bound(st.sequence);
+                    if (p.where != ep.held.end() && p.where->first == st.sequence) {
+                        p.what = verdict::duplicate;
+                        return p;
+                    }
                     seq_ready = st.sequence == ep.next;
                 }
             } else {
@@ -808,11 +822,19 @@ private:
         e.late = p.late;
         fifo* q = p.queue;
         if (q == nullptr) {
-            auto fresh = std::make_unique<fifo>();
-            fresh->key.assign(key.data(), key.size());
-            fresh->partition = source.partition;
-            q = fresh.get();
-            m_fifos[h].push_back(std::move(fresh));
+            // Empty fifos are recycled: their key and item buffers keep their capacity.
+            if (m_spare_fifos.empty()) {
+                m_fifo_store.push_back(std::make_unique<fifo>());
+                m_spare_fifos.push_back(m_fifo_store.back().get());
+            }
+            q = m_spare_fifos.back();
+            m_spare_fifos.pop_back();
+            q->key.assign(key.data(), key.size());
+            q->partition = source.partition;
+            q->hash = h;
+            fifo*& chain = m_fifos[h];
+            q->chain = chain;
+            chain = q;
         }
         e.queue = q;
         q->items.push_back(slot);
@@ -822,12 +844,18 @@ private:
             e.episode = &ep;
             if (p.late) {
                 remove_given_up(ep, st.sequence);
+            } else if (p.episode != nullptr) {
+                ep.held.emplace_hint(p.where, st.sequence, slot);
             } else {
                 ep.held.emplace(st.sequence, slot);
             }
             if (ep.refs++ == 0) idle_unlink(ep);
         }
-        if (source.offset >= 0) m_partitions[source.partition].held.insert(source.offset);
+        if (source.offset >= 0) {
+            partition_state& ps = m_partitions[source.partition];
+            e.offset_index = ps.dropped + ps.held.size();
+            ps.held.push_back(source.offset);
+        }
         m_events += 1;
         m_bytes += bytes;
         m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
@@ -972,15 +1000,18 @@ private:
 
     void drop_empty_fifos() {
         for (fifo* q : m_emptied) {
+            q->emptied = false;
             if (q->size() != 0) continue;
-            const std::uint64_t h = fifo_hash(q->key, q->partition);
-            auto it = m_fifos.find(h);
-            if (it == m_fifos.end()) continue;
-            auto& list = it->second;
-            list.erase(std::remove_if(list.begin(), list.end(),
-                                      [&](const std::unique_ptr<fifo>& p) { return p.get() == q; }),
-                       list.end());
-            if (list.empty()) m_fifos.erase(it);
+            const auto it = m_fifos.find(q->hash);
+            fifo** link = &it->second;
+            while (*link != q) link = &(*link)->chain;
+            *link = q->chain;
+            if (it->second == nullptr) m_fifos.erase(it);
+            q->chain = nullptr;
+            q->items.clear();
+            q->head = 0;
+            q->unstamped = 0;
+            m_spare_fifos.push_back(q);
         }
         m_emptied.clear();
     }
@@ -1009,7 +1040,10 @@ private:
             q.items.erase(q.items.begin() + static_cast<std::ptrdiff_t>(pos));
         }
         if (!e.st) --q.unstamped;
-        if (q.size() == 0) m_emptied.push_back(&q);
+        if (q.size() == 0 && !q.emptied) {
+            q.emptied = true;
+            m_emptied.push_back(&q);
+        }
         if (m_scanning != &q) mark_dirty(q);
         if (e.episode != nullptr) {
             episode_state& ep = *e.episode;
@@ -1024,7 +1058,14 @@ private:
             }
             if (--ep.refs == 0) idle_push_back(ep);
         }
-        if (e.source.offset >= 0) m_partitions[e.source.partition].held.erase(e.source.offset);
+        if (e.source.offset >= 0) {
+            partition_state& ps = m_partitions[e.source.partition];
+            ps.held[static_cast<std::size_t>(e.offset_index - ps.dropped)] = released;
+            while (!ps.held.empty() && ps.held.front() == released) {
+                ps.held.pop_front();
+                ++ps.dropped;
+            }
+        }
         m_events -= 1;
         m_bytes -= e.bytes;
         const stamp st = e.st;
@@ -1127,7 +1168,9 @@ private:
 
     std::vector<std::unique_ptr<entry>> m_slots;
     std::vector<std::uint32_t> m_free;
-    std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<fifo>>> m_fifos;
+    std::unordered_map<std::uint64_t, fifo*> m_fifos;  // hash of (key, partition) -> chain
+    std::vector<std::unique_ptr<fifo>> m_fifo_store;   // every fifo ever made (<= peak held)
+    std::vector<fifo*> m_spare_fifos;
     std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<deadline_item> m_deadlines;  // min-heap on (deadline, serial)
