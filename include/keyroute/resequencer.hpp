@@ -156,12 +156,12 @@ struct gap_report {
 /// One released event, handed to the delivery sink.
 template <class Event>
 struct delivery {
-    Event event;
+    Event event;           ///< the event as pushed (moved along, never copied by the buffer)
     std::string_view key;  ///< valid only during the delivery sink call
     keyroute::stamp stamp;  ///< `stamp{}` (false) for an unstamped event
-    keyroute::origin source;
+    keyroute::origin source;  ///< where it was read from, as pushed
     std::chrono::milliseconds time{};  ///< the time given to push()
-    delivery_order order = delivery_order::in_order;
+    delivery_order order = delivery_order::in_order;  ///< in order, late or out of order
 };
 
 /// Counters since construction (or restore), for monitoring and tests.
@@ -184,11 +184,13 @@ struct resequencer_stats {
 /// the consumer re-reads each partition from its committable offset. Plain data; its size is
 /// bounded by the held events plus the remembered episodes.
 struct resequencer_checkpoint {
+    /// One partition's read position and the offsets the replay must deliver.
     struct partition_state {
         std::uint32_t partition = 0;
         std::int64_t next_offset = 0;           ///< one past the highest offset accepted
         std::vector<std::int64_t> held_offsets;  ///< below next_offset, not delivered yet
     };
+    /// One remembered episode's progress (for duplicate and late detection).
     struct episode_state {
         std::uint64_t producer = 0;
         std::uint16_t lane = 0;
@@ -489,7 +491,9 @@ public:
     }
     /// The current watermark (milliseconds::min() before the first advance). O(1).
     [[nodiscard]] auto watermark() const noexcept -> time_type { return m_watermark; }
+    /// Counters since construction. O(1).
     [[nodiscard]] auto stats() const noexcept -> const resequencer_stats& { return m_stats; }
+    /// The validated configuration. O(1).
     [[nodiscard]] auto config() const noexcept -> const resequencer_config& { return m_config; }
 
 private:
