@@ -47,6 +47,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -69,8 +70,10 @@ struct salting_config {
     std::uint32_t run_length = 32;
     /// Keys tracked at once (candidates and hot keys). In [1, 4096].
     std::uint32_t max_hot_keys = 128;
-    /// Lanes: threads that route through this router without sharing counters. In [1, 256].
-    std::uint32_t lanes = 4;
+    /// Lanes: threads that route through this router without sharing counters; more threads
+    /// share one overflow lane (correct, but slower). 0 = automatic: the hardware threads, at
+    /// least 2 and at most 8. At most 256. Each lane holds 8 bytes per partition.
+    std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction.
     std::uint64_t producer_id = 0;
     /// Seed of the hot-key sketch's hash; 0 = a random seed drawn at construction.
@@ -198,11 +201,11 @@ public:
         m_run_load = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
         if (m_n <= max_ordered_partitions) {
             m_fill = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
-            m_scratch_base = std::make_unique<std::uint64_t[]>(m_n);
+            m_scratch_base = std::make_unique<std::uint32_t[]>(m_n);
             m_scratch_order = std::make_unique<std::uint32_t[]>(m_n);
             m_scratch_room = std::make_unique<double[]>(2U * std::size_t{m_n});
-            m_plan = std::make_unique<plan_piece[]>(4U * std::size_t{plan_capacity()});
-            m_reserved = std::make_unique<std::atomic<std::uint64_t>[]>(2U * std::size_t{m_n});
+            m_plan = std::make_unique<plan_piece[]>(2U * std::size_t{pieces_per_window()});
+            m_reserved = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
             m_scratch_keys = std::make_unique<key_volume[]>(m_slots);
         }
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
@@ -336,10 +339,10 @@ public:
                                             std::size_t{m_slots} * sizeof(slot_state)) +
                m_n * sizeof(std::atomic<std::uint8_t>) +
                std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
-               (m_fill ? std::size_t{m_n} * (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint64_t) +
+               (m_fill ? std::size_t{m_n} * (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint32_t) +
                                              sizeof(std::uint32_t) + 2 * sizeof(double)) +
-                             std::size_t{m_slots} * sizeof(key_volume) + std::size_t{4} * plan_capacity() * sizeof(plan_piece) +
-                             std::size_t{2} * m_n * sizeof(std::atomic<std::uint64_t>)
+                             std::size_t{m_slots} * sizeof(key_volume) + std::size_t{2} * pieces_per_window() * sizeof(plan_piece) +
+                             std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>)
                        : 0);
     }
 
@@ -423,9 +426,11 @@ private:
         if (c.max_hot_keys == 0 || c.max_hot_keys > 4096) {
             fail("max_hot_keys must be in [1, 4096], got " + std::to_string(c.max_hot_keys));
         }
-        if (c.lanes == 0 || c.lanes > 256) fail("lanes must be in [1, 256], got " + std::to_string(c.lanes));
+        if (c.lanes > 256) fail("lanes must be at most 256, got " + std::to_string(c.lanes));
         if (c.threshold > 0xffffffffULL) fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
-        return c;
+        salting_config resolved = c;
+        if (resolved.lanes == 0) resolved.lanes = std::clamp(std::thread::hardware_concurrency(), 2U, 8U);
+        return resolved;
     }
 
     /// The window of time t, and how far into it t is, in [0, 1).
@@ -497,12 +502,12 @@ private:
     void plan_window(std::int64_t from, std::int64_t to, std::uint64_t total, std::uint64_t salted) noexcept {
         const auto prev = static_cast<std::uint64_t>(from) & 1U;
         const auto next = static_cast<std::uint64_t>(to) & 1U;
-        std::uint64_t* base = m_scratch_base.get();
+        std::uint32_t* base = m_scratch_base.get();
         std::uint32_t* order = m_scratch_order.get();
         for (std::uint32_t p = 0; p < m_n; ++p) {
             const std::uint64_t all = load_of(p, from);
             const std::uint64_t runs = m_run_load[prev * m_n + p].load(std::memory_order_relaxed);
-            base[p] = all > runs ? all - runs : 0;
+            base[p] = static_cast<std::uint32_t>(std::min<std::uint64_t>(all > runs ? all - runs : 0, 0xffffffffU));
             order[p] = p;
         }
         std::sort(order, order + m_n, [&](std::uint32_t a, std::uint32_t b) { return base[a] < base[b]; });
@@ -548,7 +553,7 @@ private:
         for (std::uint32_t p = 0; p < m_n; ++p) room[p] = std::max(0.0, level - static_cast<double>(base[p]));
         std::sort(keys, keys + k, [](const key_volume& a, const key_volume& b) { return a.volume > b.volume; });
         const double sliver = 0.05 * mean;
-        plan_piece* out = m_plan.get() + next * 2 * plan_capacity();
+        plan_piece* out = m_plan.get() + next * pieces_per_window();
         std::uint32_t used = 0;
         double* vol = m_scratch_room.get() + m_n;  // one key's piece volumes
         // Home first, for every key before any key goes elsewhere: the key's first events of a
@@ -614,8 +619,8 @@ private:
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         const std::uint32_t first = e.plan_first.load(std::memory_order_relaxed);
         const std::uint32_t pieces = e.plan_pieces.load(std::memory_order_relaxed);
-        if (first + pieces > 2 * plan_capacity()) return;
-        const plan_piece* begin = m_plan.get() + parity * 2 * plan_capacity() + first;
+        if (first + pieces > pieces_per_window()) return;
+        const plan_piece* begin = m_plan.get() + parity * pieces_per_window() + first;
         for (std::uint32_t i = 0; i < pieces; ++i) {
             const std::uint32_t p = begin[i].partition.load(std::memory_order_relaxed);
             if (p < m_n) m_reserved[parity * m_n + p].fetch_add(begin[i].hint.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -642,8 +647,8 @@ private:
         double remaining = share * expected;
         const auto most = static_cast<std::uint32_t>(std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
         const std::uint32_t first = m_plan_used[parity].fetch_add(most, std::memory_order_acq_rel);
-        if (first + most > 2 * plan_capacity()) return;  // out of piece space: load-driven placement
-        plan_piece* out = m_plan.get() + parity * 2 * plan_capacity() + first;
+        if (first + most > pieces_per_window()) return;  // out of piece space: load-driven placement
+        plan_piece* out = m_plan.get() + parity * pieces_per_window() + first;
         const auto room_of = [&](std::uint32_t p) {
             if (m_down[p].load(std::memory_order_relaxed) != 0) return 0.0;
             const std::uint64_t all = load_of(p, w);
@@ -656,7 +661,7 @@ private:
         const auto take = [&](std::uint32_t p, double x) {
             out[pieces].partition.store(p, std::memory_order_relaxed);
             out[pieces].hint.store(static_cast<std::uint32_t>(std::min(x, 4294967295.0)), std::memory_order_relaxed);
-            m_reserved[parity * m_n + p].fetch_add(static_cast<std::uint64_t>(x), std::memory_order_relaxed);
+            m_reserved[parity * m_n + p].fetch_add(static_cast<std::uint32_t>(std::min(x, 4294967295.0)), std::memory_order_relaxed);
             ++pieces;
             remaining -= x;
         };
@@ -697,7 +702,7 @@ private:
     }
 
     /// How many of the lowest base loads (in `order`) a volume raises to a common level.
-    [[nodiscard]] auto water_count(const std::uint32_t* order, const std::uint64_t* base, double volume) const noexcept
+    [[nodiscard]] auto water_count(const std::uint32_t* order, const std::uint32_t* base, double volume) const noexcept
         -> std::uint32_t {
         double filled = 0;
         std::uint32_t low = 1;
@@ -1103,8 +1108,8 @@ private:
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         const std::uint32_t first = e.plan_first.load(std::memory_order_relaxed);
         const std::uint32_t pieces = e.plan_pieces.load(std::memory_order_relaxed);
-        if (pieces == 0 || first + pieces > 2 * plan_capacity()) return no_slot;
-        const plan_piece* begin = m_plan.get() + parity * 2 * plan_capacity() + first;
+        if (pieces == 0 || first + pieces > pieces_per_window()) return no_slot;
+        const plan_piece* begin = m_plan.get() + parity * pieces_per_window() + first;
         std::uint32_t start = 0;
         if (pieces > max_scan) {
             std::uint64_t r = ln.rng.load(std::memory_order_relaxed);
@@ -1193,9 +1198,11 @@ private:
     };
     /// Pieces per window: every partition once, plus a home and a partial piece per key.
     [[nodiscard]] auto plan_capacity() const noexcept -> std::uint32_t { return m_n + 2 * m_slots; }
+    /// Piece space per window: the rollover's plans, then plans made during the window.
+    [[nodiscard]] auto pieces_per_window() const noexcept -> std::uint32_t { return plan_capacity() + m_n; }
     std::unique_ptr<plan_piece[]> m_plan;  // [parity][piece]: rollover plans, then plans made in-window
     std::atomic<std::uint32_t> m_plan_used[2] = {};
-    std::unique_ptr<std::atomic<std::uint64_t>[]> m_reserved;  // [parity][partition]: volume hot keys' plans expect
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_reserved;  // [parity][partition]: volume hot keys' plans expect
 
     // The rollover's working space, allocated once.
     struct key_volume {
@@ -1203,7 +1210,7 @@ private:
         std::uint32_t slot;
         double at_home;
     };
-    std::unique_ptr<std::uint64_t[]> m_scratch_base;
+    std::unique_ptr<std::uint32_t[]> m_scratch_base;
     std::unique_ptr<std::uint32_t[]> m_scratch_order;
     std::unique_ptr<double[]> m_scratch_room;
     std::unique_ptr<key_volume[]> m_scratch_keys;

@@ -1,0 +1,339 @@
+// The salting router: cold keys stay exactly where the base partitioner puts them, hot keys
+// spread, windows roll over, clocks may jump, stamps let a consumer restore order, and bad
+// configuration is refused.
+#include "keyroute_catch.hpp"
+
+#include <keyroute/partitioner.hpp>
+#include <keyroute/salting_router.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::system_clock;
+using time_point = clock_type::time_point;
+
+auto at(std::int64_t ms) -> time_point { return time_point(std::chrono::milliseconds(ms)); }
+
+auto config(std::uint64_t partitions, std::uint64_t threshold = 0) -> keyroute::salting_config {
+    keyroute::salting_config c;
+    c.partitions = partitions;
+    c.threshold = threshold;
+    c.window = std::chrono::seconds(60);
+    c.producer_id = 42;
+    c.seed = 7;
+    return c;
+}
+
+// One minute of traffic: `hot_share` of `events` for "hot", the rest over `cold_keys` keys.
+struct minute {
+    std::vector<std::string> keys;
+    std::vector<time_point> times;
+};
+
+auto skewed_minute(std::int64_t window, std::size_t events, double hot_share, std::size_t cold_keys,
+                   std::uint64_t seed) -> minute {
+    std::mt19937_64 rng(seed);
+    minute m;
+    for (std::size_t i = 0; i < events; ++i) {
+        const bool hot = std::uniform_real_distribution<double>(0, 1)(rng) < hot_share;
+        m.keys.push_back(hot ? std::string("hot") : "cold-" + std::to_string(rng() % cold_keys));
+        m.times.push_back(at(window * 60000 + static_cast<std::int64_t>(i * 60000 / events)));
+    }
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("bad configuration is refused, naming the field", "[router][config]") {
+    using router = keyroute::salting_router<>;
+    auto c = config(0);
+    REQUIRE_THROWS_AS(router(c), std::invalid_argument);
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("partitions"));
+    c = config(8);
+    c.window = std::chrono::milliseconds(0);
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
+    c.window = std::chrono::milliseconds(-5);
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("-5"));
+    c = config(8);
+    c.auto_fraction = 0;
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
+    c = config(8);
+    c.lanes = 300;
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("lanes"));
+    c = config(8);
+    c.run_length = 0;
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("run_length"));
+    c = config(8);
+    c.max_hot_keys = 0;
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("max_hot_keys"));
+    // The base partitioner must agree on the partition count.
+    REQUIRE_THROWS_WITH(router(config(8), keyroute::hash_partitioner<>(9)), keyroute_test::contains("differs"));
+    // Kafka's scheme refuses counts above 2^31-1, through the router too.
+    REQUIRE_THROWS_AS(keyroute::salting_router<keyroute::kafka_partitioner>(config(0x80000000ULL)),
+                      std::invalid_argument);
+}
+
+TEST_CASE("cold keys route exactly as the base partitioner, window after window", "[router][cold]") {
+    keyroute::salting_router<keyroute::kafka_partitioner> router(config(16));
+    const keyroute::kafka_partitioner kafka(16);
+    std::size_t moved = 0;
+    std::size_t stamped = 0;
+    for (std::int64_t w = 0; w < 3; ++w) {
+        for (std::size_t i = 0; i < 50000; ++i) {
+            const std::string key = "user-" + std::to_string(i % 5000);  // 10 events each per window
+            const auto d = router.decide(key, at(w * 60000 + static_cast<std::int64_t>(i)));
+            moved += d.partition != kafka.route(key) ? 1 : 0;
+            stamped += d.stamp ? 1 : 0;
+            REQUIRE(d.home == kafka.route(key));
+        }
+    }
+    CHECK(moved == 0);    // where the Java client would put them
+    CHECK(stamped == 0);  // nothing to reorder: uniform traffic tracks no key
+    CHECK(router.stats().salted == 0);
+}
+
+TEST_CASE("a key with 90% of the traffic spreads; the others keep their partition", "[router][hot]") {
+    keyroute::salting_router<> router(config(100));
+    const keyroute::hash_partitioner<> base(100);
+    std::map<std::string, std::set<std::uint32_t>> used;
+    for (std::int64_t w = 0; w < 3; ++w) {
+        const auto m = skewed_minute(w, 200000, 0.9, 1000, static_cast<std::uint64_t>(w));
+        std::vector<std::uint64_t> load(100, 0);
+        for (std::size_t i = 0; i < m.keys.size(); ++i) {
+            const auto d = router.decide(m.keys[i], m.times[i]);
+            ++load[d.partition];
+            if (w > 0) used[m.keys[i]].insert(d.partition);
+        }
+        if (w == 0) continue;
+        const double mean = 200000.0 / 100;
+        const auto max = *std::max_element(load.begin(), load.end());
+        INFO("window " << w << ": max/mean " << static_cast<double>(max) / mean);
+        CHECK(static_cast<double>(max) / mean <= 1.10);
+    }
+    CHECK(used["hot"].size() >= 90);  // 90% of the traffic needs at least 90 partitions
+    for (const auto& [key, parts] : used) {
+        if (key == "hot") continue;
+        REQUIRE(parts.size() == 1);
+        REQUIRE(*parts.begin() == base.route(key));
+    }
+    const auto s = router.stats();
+    REQUIRE_FALSE(s.hot_keys.empty());
+    CHECK(s.hot_keys.front().key == "hot");
+    CHECK(s.hot_keys.front().salted);
+}
+
+TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted", "[router][threshold]") {
+    constexpr std::uint64_t threshold = 1000;
+    keyroute::salting_router<> router(config(8, threshold));
+    // "edge" has exactly `threshold` events in the window, "over" far more; 8000 others one each.
+    std::vector<std::string> keys;
+    for (std::uint64_t i = 0; i < threshold; ++i) keys.push_back("edge");
+    for (std::uint64_t i = 0; i < 6 * threshold; ++i) keys.push_back("over");
+    for (int i = 0; i < 8000; ++i) keys.push_back("k" + std::to_string(i));
+    std::shuffle(keys.begin(), keys.end(), std::mt19937_64(3));
+    std::uint64_t over_seen = 0;
+    std::uint64_t first_salted_at = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const auto d = router.decide(keys[i], at(static_cast<std::int64_t>(i)));
+        if (keys[i] == "edge") REQUIRE_FALSE(d.salted);
+        if (keys[i] == "over") {
+            ++over_seen;
+            if (d.salted && first_salted_at == 0) first_salted_at = over_seen;
+        }
+        if (keys[i][0] == 'k') REQUIRE_FALSE(d.salted);
+    }
+    // Salting starts only past the threshold, and within about twice it (the candidate stage).
+    CHECK(first_salted_at > threshold);
+    CHECK(first_salted_at <= 2 * threshold + 64);
+}
+
+TEST_CASE("windows roll over: a key must earn hotness again in each window", "[router][window]") {
+    keyroute::salting_router<> router(config(8, 100));
+    const keyroute::hash_partitioner<> base(8);
+    // Window 0: "burst" is hot. Window 1: it sends only 50 events (under the threshold).
+    for (int i = 0; i < 2000; ++i) (void)router.route("burst", at(i));
+    std::size_t salted_in_w1 = 0;
+    for (int i = 0; i < 50; ++i) {
+        const auto d = router.decide("burst", at(60000 + i));
+        salted_in_w1 += d.salted ? 1 : 0;
+        REQUIRE(d.partition == base.route("burst"));
+        REQUIRE(d.stamp);  // still stamped: its earlier runs may be in flight elsewhere
+    }
+    CHECK(salted_in_w1 == 0);
+    // Window 3: a full window later it is forgotten, and goes home unstamped.
+    const auto d = router.decide("burst", at(3 * 60000));
+    CHECK_FALSE(d.stamp);
+    CHECK(d.partition == base.route("burst"));
+    CHECK(router.stats().window == 3);
+}
+
+TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[router][clock]") {
+    keyroute::salting_router<> router(config(16, 200));
+    const keyroute::hash_partitioner<> base(16);
+    const std::int64_t start = 1700000000000;  // 2023-11-14
+    std::uint64_t routed = 0;
+    auto run = [&](std::int64_t t0, int events) {
+        for (int i = 0; i < events; ++i) {
+            const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string(i % 300);
+            const auto d = router.decide(key, at(t0 + i));
+            REQUIRE(d.partition < 16U);
+            if (key != "hot") REQUIRE(d.partition == base.route(key));
+            ++routed;
+        }
+    };
+    run(start, 5000);
+    const auto w = router.stats().window;
+    run(start - 3600 * 1000, 5000);  // back an hour: counted in the current window
+    CHECK(router.stats().window == w);
+    run(start + 365LL * 24 * 3600 * 1000, 5000);  // forward a year
+    CHECK(router.stats().window == w + 365LL * 24 * 60);
+    run(start, 5000);  // back to "now": late events again, the window stays
+    CHECK(router.stats().window == w + 365LL * 24 * 60);
+    run(-120000, 100);  // before the epoch: floor division, still fine
+    const auto s = router.stats();
+    CHECK(s.routed == routed);
+    CHECK(s.salted > 0);
+}
+
+TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events at home", "[router][stamp]") {
+    keyroute::salting_router<> router(config(32, 200));
+    const keyroute::hash_partitioner<> base(32);
+    std::map<std::uint64_t, std::uint64_t> next_sequence;  // episode -> next expected
+    bool left_home = false;
+    bool stamped_home_first = true;
+    for (int i = 0; i < 20000; ++i) {
+        const std::string key = i % 3 == 0 ? "tenant-9" : "u" + std::to_string(i % 997);
+        const auto d = router.decide(key, at(i * 2));
+        if (!d.stamp) {
+            REQUIRE(d.partition == d.home);
+            continue;
+        }
+        REQUIRE(key == "tenant-9");
+        REQUIRE(d.stamp.producer == 42U);
+        REQUIRE(d.stamp.episode >= 1U);
+        REQUIRE(d.stamp.sequence == next_sequence[d.stamp.episode]++);
+        if (d.partition != base.route(key)) left_home = true;
+        if (!left_home && d.stamp.sequence == 0 && d.partition != d.home) stamped_home_first = false;
+    }
+    CHECK(left_home);
+    CHECK(stamped_home_first);
+    CHECK(next_sequence.size() == 1);  // one lane, one admission: one episode
+}
+
+TEST_CASE("a candidate that is not truly hot is stamped but never split", "[router][sketch]") {
+    // 40 keys with 30 events each against a threshold of 40: their estimates pass the
+    // admission level (half the threshold), so they become candidates and are stamped, but their
+    // exact count since admission never passes the threshold, so none of them is split.
+    keyroute::salting_router<> router(config(64, 40));
+    const keyroute::hash_partitioner<> base(64);
+    std::size_t stamped = 0;
+    for (int round = 0; round < 30; ++round) {
+        for (int k = 0; k < 40; ++k) {
+            const std::string key = "near-" + std::to_string(k);
+            const auto d = router.decide(key, at(round * 40 + k));
+            REQUIRE_FALSE(d.salted);
+            REQUIRE(d.partition == base.route(key));
+            stamped += d.stamp ? 1 : 0;
+        }
+    }
+    CHECK(stamped > 0);
+    CHECK(router.stats().salted == 0);
+}
+
+TEST_CASE("many distinct cold keys: the sketch nominates nothing", "[router][sketch]") {
+    auto c = config(64);
+    c.max_hot_keys = 16;
+    keyroute::salting_router<> router(c);
+    for (std::int64_t w = 0; w < 2; ++w) {
+        for (std::int64_t i = 0; i < 400000; ++i) {
+            (void)router.route("key-" + std::to_string((i * 7919) % 200000), at(w * 60000 + i / 8));
+        }
+    }
+    const auto s = router.stats();
+    CHECK(s.salted == 0);
+    CHECK(s.stamped == 0);
+    CHECK(s.routed == 800000U);
+}
+
+TEST_CASE("state is fixed at construction and small", "[router][memory]") {
+    keyroute::salting_router<> big(config(1024));
+    CHECK(big.memory_bytes() <= 256U * 1024U);
+    keyroute::salting_router<> small(config(16));
+    CHECK(small.memory_bytes() < big.memory_bytes());
+    const auto before = big.memory_bytes();
+    for (int i = 0; i < 100000; ++i) (void)big.route("k" + std::to_string(i), at(i));
+    CHECK(big.memory_bytes() == before);
+}
+
+TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over", "[router][availability]") {
+    auto c = config(8, 50);
+    keyroute::salting_router<> router(c);
+    const keyroute::hash_partitioner<> base(8);
+    REQUIRE_THROWS_AS(router.set_available(8, false), std::invalid_argument);
+    router.set_available(3, false);
+    CHECK_FALSE(router.available(3));
+    std::size_t hot_on_3 = 0;
+    std::size_t cold_moved = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string(i % 500);
+        const auto d = router.decide(key, at(i));
+        if (key == "hot" && d.salted && d.partition == 3) ++hot_on_3;
+        if (key != "hot" && d.partition != base.route(key)) ++cold_moved;
+    }
+    CHECK(hot_on_3 == 0);
+    CHECK(cold_moved == 0);  // by default cold keys keep their home, order first
+
+    c.failover_cold_keys = true;
+    keyroute::salting_router<> failover(c);
+    failover.set_available(3, false);
+    std::map<std::string, std::uint32_t> moved_to;
+    for (int i = 0; i < 2000; ++i) {
+        const std::string key = "c" + std::to_string(i);
+        const auto d = failover.decide(key, at(i));
+        REQUIRE(d.partition != 3U);
+        if (base.route(key) != 3U) REQUIRE(d.partition == base.route(key));  // only 3's keys move
+        if (base.route(key) == 3U) moved_to[key] = d.partition;
+    }
+    REQUIRE_FALSE(moved_to.empty());
+    for (const auto& [key, p] : moved_to) REQUIRE(failover.decide(key, at(3000)).partition == p);  // stable
+    failover.set_available(3, true);
+    for (const auto& [key, p] : moved_to) REQUIRE(failover.decide(key, at(4000)).partition == 3U);  // back home
+}
+
+TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[router][threads]") {
+    keyroute::salting_router<> router(config(16, 500));
+    const keyroute::hash_partitioner<> base(16);
+    constexpr int per_thread = 200000;
+    std::vector<std::uint64_t> cold_moved(3, 0);
+    std::vector<std::uint64_t> routed_per_partition(16 * 3, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {  // 3 threads > 2 cores, and lanes are shared past `lanes`
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) {
+                const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string((i * 31 + t) % 3000);
+                const auto d = router.decide(key, at(i / 100));
+                ++routed_per_partition[static_cast<std::size_t>(t) * 16 + d.partition];
+                if (key != "hot" && d.partition != base.route(key)) ++cold_moved[static_cast<std::size_t>(t)];
+            }
+        });
+    }
+    // Availability changes while the threads route.
+    for (int k = 0; k < 100; ++k) router.set_available(static_cast<std::uint32_t>(k % 16), k % 2 == 0);
+    for (auto& th : threads) th.join();
+    for (std::uint32_t p = 0; p < 16; ++p) router.set_available(p, true);
+    const auto s = router.stats();
+    CHECK(s.routed == 3U * per_thread);
+    CHECK(s.salted > 0);
+    CHECK(cold_moved == std::vector<std::uint64_t>(3, 0));
+}
