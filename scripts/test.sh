@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test of keyroute: installs the Debian packages it needs, then builds and tests
+#   gcc-cxx17    g++ 12,  C++17, Release, warnings as errors: every test, benchmarks, examples
+#   clang-cxx20  clang 14, C++20, Release, warnings as errors: the same
+#   asan         g++ 12,  C++20, AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan         clang 14, C++17, ThreadSanitizer (without the librdkafka tests)
+# and a short run of each libFuzzer target (clang). Usage: scripts/test.sh [preset...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
+
+presets=("$@")
+[ ${#presets[@]} -gt 0 ] || presets=(gcc-cxx17 clang-cxx20 asan tsan)
+for preset in "${presets[@]}"; do
+  echo "==== ${preset}"
+  start=$SECONDS
+  cmake --workflow --preset "${preset}"
+  echo "==== ${preset}: passed in $((SECONDS - start)) s"
+done
