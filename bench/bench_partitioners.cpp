@@ -1,5 +1,6 @@
-// Routing throughput per core of every static partitioner, against XXH3 alone (the floor) and
-// librdkafka's own partitioner functions, on the same keys: 8, 16, 36, 128 and 1024 bytes;
+// Routing throughput per core of every partitioner (static and resize-friendly, 100 partitions),
+// against XXH3 alone (the floor) and librdkafka's own partitioner functions, on the same uniform
+// random keys (4096 per size, generated outside the timed loop): 8, 16, 36, 128 and 1024 bytes;
 // 1 and 2 threads. Run: build/bench/bench_partitioners (see bench/README.md).
 #include "bench_keys.hpp"
 
@@ -56,21 +57,41 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_xxh3_alone)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<>)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<keyroute::xxh3, keyroute::modulo_reduction>)
+// Names: "<group>/<scheme>/<key bytes>/real_time/threads:<n>" (scripts/bench.sh summarizes them).
+using xxh3_modulo = keyroute::hash_partitioner<keyroute::xxh3, keyroute::modulo_reduction>;
+using xxh3_fastrange = keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction>;
+BENCHMARK(BM_xxh3_alone)->Name("static/xxh3_alone")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<>)->Name("static/hash_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, xxh3_modulo)->Name("static/hash_partitioner_modulo")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, xxh3_fastrange)->Name("static/hash_partitioner_fastrange")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::kafka_partitioner)->Name("static/kafka_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_consistent_partitioner)
+    ->Name("static/rdkafka_consistent_partitioner")
     ->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction>)
+BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_fnv1a_partitioner)
+    ->Name("static/rdkafka_fnv1a_partitioner")
     ->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::kafka_partitioner)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_consistent_partitioner)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_fnv1a_partitioner)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_java_string_partitioner)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_murmur3_partitioner)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_java_string_partitioner)
+    ->Name("static/pulsar_java_string_partitioner")
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_murmur3_partitioner)
+    ->Name("static/pulsar_murmur3_partitioner")
+    ->Apply(sizes);
+// The resize-friendly partitioners at the same 100 partitions (bench_resize varies the count).
+BENCHMARK_TEMPLATE(BM_route, keyroute::jump_partitioner<>)->Name("resize/jump_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::maglev_partitioner<>)->Name("resize/maglev_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::key_group_partitioner<>)
+    ->Name("resize/key_group_partitioner")
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::rendezvous_partitioner<>)
+    ->Name("resize/rendezvous_partitioner")
+    ->Apply(sizes);
 #ifdef KEYROUTE_BENCH_RDKAFKA
-BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_murmur2)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_consistent)->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_fnv1a)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_murmur2)->Name("librdkafka/murmur2")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_consistent)
+    ->Name("librdkafka/consistent")
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_fnv1a)->Name("librdkafka/fnv1a")->Apply(sizes);
 #endif
 
 BENCHMARK_MAIN();
