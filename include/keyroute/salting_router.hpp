@@ -48,6 +48,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -184,6 +185,8 @@ public:
         m_uid = detail::random_u64() | 1U;
         m_producer = config.producer_id != 0 ? config.producer_id : detail::random_u64();
         m_sketch_hash = xxh3{config.seed != 0 ? config.seed : detail::random_u64()};
+        m_secret = detail::mix64(m_sketch_hash.seed ^ 0x243f6a8885a308d3ULL);
+        m_secret_out = detail::mix64(m_secret);
         const std::uint64_t width =
             std::clamp<std::uint64_t>(detail::next_pow2(32ULL * m_n), 1024, 8192);
         m_sketch_mask = static_cast<std::uint32_t>(width - 1);
@@ -191,6 +194,7 @@ public:
         const std::uint64_t slots = std::max<std::uint64_t>(8, detail::next_pow2(2ULL * m_config.max_hot_keys));
         m_slots = static_cast<std::uint32_t>(slots);
         m_fp = std::make_unique<std::atomic<std::uint64_t>[]>(slots);
+        m_tags = std::make_unique<std::atomic<std::uint64_t>[]>(slots / probe_group);
         m_entries = std::make_unique<entry[]>(slots);
         m_lanes = m_config.lanes;
         m_lane = std::make_unique<lane[]>(m_lanes + 1U);
@@ -235,24 +239,43 @@ public:
     /// opens its window; an earlier time (a late event, or a clock set back) counts in the current
     /// window, which then simply lasts until the clock reaches its end: windows never go back.
     [[nodiscard]] auto decide(std::string_view key, time_point now) noexcept -> route_decision {
-        const auto [event_window, position] = window_of(now);
-        const std::int64_t w = enter_window(event_window);
-        // How far into its window the event is: late events count as at its end.
-        const double frac = event_window == w ? position : 1.0;
         lane& ln = my_lane();
+        // The event's window, from the lane's cache of its current window's bounds (no division
+        // unless the window changed), and how far into it the event is: late events count as at
+        // its end.
+        const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
+        std::int64_t event_window = ln.win_index.load(std::memory_order_relaxed);
+        if (ticks < ln.win_lo.load(std::memory_order_relaxed) || ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
+            event_window = window_of(now).first;
+            cache_window(ln, event_window);
+        }
+        const std::int64_t w = enter_window(event_window);
+        const double frac = event_window == w ? position_in(ln, ticks) : 1.0;
         observe(ln, w);
         route_decision d;
-        d.home = m_base.route(key);
+        std::uint64_t h = 0;
+        if constexpr (reuses_base_hash) {
+            // The base partitioner hashes to 64 bits: key the tracking hash on it with the secret
+            // instead of hashing the key twice. Only keys whose full 64-bit base hashes collide
+            // (crafted at about 2^32 work) share the tracking hash, and they share a partition.
+            const auto base_hash = m_base.hash(key);
+            d.home = m_base.reduce(base_hash);
+            h = detail::mix64(base_hash ^ m_secret) ^ m_secret_out;
+        } else {
+            d.home = m_base.route(key);
+            h = m_sketch_hash(key);
+        }
         d.partition = d.home;
-        const std::uint64_t h = m_sketch_hash(key);
         const std::uint64_t fp = h | 1U;
+        const levels& lv = levels_of(ln, w, frac);
         std::uint32_t slot = find(fp);
         if (slot == no_slot || !live(m_entries[slot], w)) {
             const std::uint32_t estimate = sketch_add(h, w);
-            slot = estimate >= admit_floor(w) ? admit(ln, key, fp, d.home, w, frac, estimate, slot) : no_slot;
+            slot = estimate >= lv.admit.load(std::memory_order_relaxed) ? admit(ln, key, fp, d.home, w, estimate, slot)
+                                                                          : no_slot;
         }
         if (slot != no_slot) {
-            tracked(ln, slot, fp, w, frac, d);
+            tracked(ln, slot, fp, w, frac, lv, d);
         } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
             d.partition = failover(d.home, fp);
         }
@@ -334,7 +357,7 @@ public:
     /// Bytes of state allocated at construction (the router never allocates after it).
     [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t {
         return sizeof(*this) + std::size_t{2} * (m_sketch_mask + 1U) * sizeof(std::atomic<std::uint32_t>) +
-               std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) +
+               std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) + m_slots +
                std::size_t{m_lanes + 1U} * (sizeof(lane) + std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
                                             std::size_t{m_slots} * sizeof(slot_state)) +
                m_n * sizeof(std::atomic<std::uint8_t>) +
@@ -347,6 +370,16 @@ public:
     }
 
 private:
+    template <class P, class = void>
+    struct has_wide_hash : std::false_type {};
+    template <class P>
+    struct has_wide_hash<P, std::void_t<decltype(std::declval<const P&>().hash(std::string_view{})),
+                                        decltype(std::declval<const P&>().reduce(std::uint64_t{}))>>
+        : std::is_same<decltype(std::declval<const P&>().hash(std::string_view{})), std::uint64_t> {};
+    /// True when the base partitioner exposes a 64-bit hash and its reduction (hash_partitioner
+    /// over a 64-bit hash, such as the default XXH3): the route path then hashes the key once.
+    static constexpr bool reuses_base_hash = has_wide_hash<Partitioner>::value;
+
     static constexpr std::uint32_t no_slot = 0xffffffffU;
     static constexpr std::size_t key_words = 3;
     static constexpr std::size_t key_prefix_bytes = 8 * key_words;
@@ -354,6 +387,7 @@ private:
     static constexpr std::uint32_t probe_group = 8;
     static constexpr std::uint32_t max_scan = 16;
     static constexpr std::uint64_t early_divisor = 16;
+    static constexpr std::uint64_t levels_every = 256;
     static constexpr std::uint32_t max_ordered_partitions = 16384;
     static constexpr double headroom = 0.04;
 
@@ -390,6 +424,16 @@ private:
         std::atomic<std::uint32_t> pending{0};   // counted here, not yet added to entry::count
     };
 
+    /// Per-lane cache of the levels that gate admission and hotness (see levels_of).
+    struct levels {
+        std::atomic<std::int64_t> window{detail::no_window};
+        std::atomic<std::uint64_t> until{0};      // recompute when the lane has seen this many events
+        std::atomic<std::uint64_t> admit{0};      // sketch estimate that nominates a candidate
+        std::atomic<std::uint64_t> threshold{0};  // exact count that proves a key hot
+        std::atomic<double> scale{0};             // expected window volume / volume so far (0: no projection)
+        std::atomic<double> bar{0};               // the threshold projections are held to
+    };
+
     struct alignas(64) lane {
         // Read by every lane's placement decisions; written once a window.
         bool shared = false;
@@ -402,6 +446,11 @@ private:
         std::atomic<std::uint64_t> stamped{0};
         std::atomic<std::uint64_t> refused{0};
         std::atomic<std::uint64_t> rng{0};
+        // The lane's current window, in clock ticks: [win_lo, win_hi) is window win_index.
+        std::atomic<std::int64_t> win_lo{1};
+        std::atomic<std::int64_t> win_hi{0};
+        std::atomic<std::int64_t> win_index{0};
+        alignas(64) levels lv;
     };
 
     static auto make_base(const salting_config& config) -> Partitioner {
@@ -444,6 +493,22 @@ private:
             r += len;
         }
         return {q, static_cast<double>(r) / static_cast<double>(len)};
+    }
+
+    /// Caches window w's bounds, in clock ticks, in the lane.
+    void cache_window(lane& ln, std::int64_t w) const noexcept {
+        const auto len = std::chrono::duration_cast<typename Clock::duration>(m_config.window).count();
+        const auto lo = static_cast<std::int64_t>(len) * w;
+        ln.win_lo.store(lo, std::memory_order_relaxed);
+        ln.win_hi.store(lo + static_cast<std::int64_t>(len), std::memory_order_relaxed);
+        ln.win_index.store(w, std::memory_order_relaxed);
+    }
+
+    /// How far into the lane's cached window a time is, in [0, 1].
+    [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
+        const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
+        const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
+        return hi > lo ? std::clamp(static_cast<double>(ticks - lo) / static_cast<double>(hi - lo), 0.0, 1.0) : 1.0;
     }
 
     /// The events window w will hold, from the previous window's volume or, without one, from
@@ -804,37 +869,58 @@ private:
         return std::max(t, m_config.min_threshold);
     }
 
-    /// A cheap lower bound of the admission level, to skip the exact computation for most keys.
-    [[nodiscard]] auto admit_floor(std::int64_t w) const noexcept -> std::uint64_t {
-        if (m_config.threshold != 0) return (m_config.threshold + 1) / 2;
-        const std::uint64_t prev = previous_total(w);
-        const auto t = static_cast<std::uint64_t>(m_config.auto_fraction * static_cast<double>(prev) /
-                                                  static_cast<double>(m_n));
-        return std::max<std::uint64_t>(std::max(t, m_config.min_threshold) / early_divisor, 2);
-    }
-
     /// Events in window w - 1, or 0 when that window saw none.
     [[nodiscard]] auto previous_total(std::int64_t w) const noexcept -> std::uint64_t {
         return m_prev_window.load(std::memory_order_acquire) == w - 1 ? m_prev_total.load(std::memory_order_relaxed) : 0;
     }
 
-    /// Automatic mode, from the second window on: `count` events so far are enough to call the
-    /// key hot early when, at its share of the window so far, it will end the window above the
-    /// threshold by `sigmas` standard deviations of that projection (a count of c has a relative
-    /// error of about 1 / sqrt(c) when events arrive at a steady rate). With 4 sigmas a key that
-    /// ends below the threshold is split about once in 30,000 windows, and a key well above it
-    /// turns hot after a few hundred events instead of a threshold's worth.
-    [[nodiscard]] auto projected(std::uint64_t count, std::int64_t w, double frac, std::uint64_t t, double sigmas,
-                                 std::uint64_t min_count) const noexcept -> bool {
-        if (m_config.threshold != 0 || count < min_count) return false;
+    /// A lane's cached levels for window w, recomputed every `levels_every` of its events and at
+    /// each new window, so the route path compares instead of summing counters over lanes.
+    auto levels_of(lane& ln, std::int64_t w, double frac) noexcept -> const levels& {
+        const levels& lv = ln.lv;
+        const std::uint64_t seen = ln.window_events[static_cast<std::uint64_t>(w) & 1U].load(std::memory_order_relaxed);
+        if (lv.window.load(std::memory_order_relaxed) == w && seen < lv.until.load(std::memory_order_relaxed)) return lv;
+        refresh_levels(ln, w, frac, seen);
+        return lv;
+    }
+
+    void refresh_levels(lane& ln, std::int64_t w, double frac, std::uint64_t seen) noexcept {
+        levels& lv = ln.lv;
         const std::uint64_t total = window_total(w);
-        if (total == 0) return false;
-        const double expected = expected_total(w, total, frac);
+        const std::uint64_t t = threshold(w);
+        // Admission: well above the sketch's background (4 times the average cell), and half the
+        // threshold, or (automatic mode) on course to pass it at the key's rate so far.
+        const std::uint64_t background = 4 * total / (m_sketch_mask + 1U);
+        std::uint64_t admit_level = (t + 1) / 2;
+        double scale = 0;
+        double bar = static_cast<double>(t);
+        if (m_config.threshold == 0 && total != 0) {
+            const double expected = expected_total(w, total, frac);
+            scale = expected / static_cast<double>(total);
+            // In a first window the threshold so far follows the events so far; use the window's.
+            bar = std::max(bar, m_config.auto_fraction * expected / static_cast<double>(m_n));
+            const double early = static_cast<double>(std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold));
+            admit_level = std::min(admit_level, static_cast<std::uint64_t>(std::max(early, std::ceil(bar / scale))));
+        }
+        lv.admit.store(std::max<std::uint64_t>(std::max(admit_level, background), 2), std::memory_order_relaxed);
+        lv.threshold.store(t, std::memory_order_relaxed);
+        lv.scale.store(scale, std::memory_order_relaxed);
+        lv.bar.store(bar, std::memory_order_relaxed);
+        lv.until.store(seen + levels_every, std::memory_order_relaxed);
+        lv.window.store(w, std::memory_order_relaxed);
+    }
+
+    /// Automatic mode: `count` events so far are enough to call the key hot early when, at its
+    /// share of the window so far, it will end the window above the threshold by 4 standard
+    /// deviations of that projection (a count of c has a relative error of about 1 / sqrt(c)
+    /// when events arrive at a steady rate). So a key that ends below the threshold is split
+    /// about once in 30,000 windows, and a key well above it turns hot after a few hundred
+    /// events instead of a threshold's worth.
+    [[nodiscard]] auto confirmed_early(std::uint64_t count, const levels& lv) const noexcept -> bool {
+        const double scale = lv.scale.load(std::memory_order_relaxed);
+        if (scale <= 0 || count < 2 * m_config.min_threshold) return false;
         const double c = static_cast<double>(count);
-        const double projection = c * expected / static_cast<double>(total);
-        // In a first window the threshold so far follows the events so far; use the window's.
-        const double bar = std::max(static_cast<double>(t), m_config.auto_fraction * expected / static_cast<double>(m_n));
-        return projection * (1.0 - sigmas / std::sqrt(c)) >= bar;
+        return c * scale * (1.0 - 4.0 / std::sqrt(c)) >= lv.bar.load(std::memory_order_relaxed);
     }
 
     /// Conservative-update Count-Min: adds one to the key's smallest cells; returns the new
@@ -856,18 +942,38 @@ private:
     }
 
     [[nodiscard]] auto group_of(std::uint64_t fp) const noexcept -> std::uint32_t {
-        return static_cast<std::uint32_t>(detail::mix64(fp) >> 20U) & (m_slots - 1U) & ~(probe_group - 1U);
+        return static_cast<std::uint32_t>(fp >> 20U) & (m_slots - 1U) & ~(probe_group - 1U);  // fp is mixed
     }
 
+    /// A fingerprint's one-byte tag, never 0 (0 marks an empty slot).
+    [[nodiscard]] static constexpr auto tag_of(std::uint64_t fp) noexcept -> std::uint64_t { return (fp >> 56U) | 1U; }
+
+    /// The live slot holding fp, or no_slot: the group's 8 tags are compared at once (SWAR),
+    /// and only the slots whose tag matches are read.
     [[nodiscard]] auto find(std::uint64_t fp) const noexcept -> std::uint32_t {
+        constexpr std::uint64_t ones = 0x0101010101010101ULL;
         const std::uint32_t g = group_of(fp);
-        for (std::uint32_t i = 0; i < probe_group; ++i) {
+        const std::uint64_t x = m_tags[g / probe_group].load(std::memory_order_acquire) ^ (tag_of(fp) * ones);
+        // High bit of each byte that is zero in x (and perhaps of a byte above one): candidates.
+        std::uint64_t match = (x - ones) & ~x & (ones << 7U);
+        while (match != 0) {
+            const auto i = static_cast<std::uint32_t>(__builtin_ctzll(match)) / 8U;
             if (m_fp[g + i].load(std::memory_order_acquire) == fp &&
                 m_entries[g + i].state.load(std::memory_order_acquire) == state_live) {
                 return g + i;
             }
+            match &= match - 1;
         }
         return no_slot;
+    }
+
+    void set_tag(std::uint32_t slot, std::uint64_t fp) noexcept {
+        std::atomic<std::uint64_t>& word = m_tags[slot / probe_group];
+        const unsigned shift = 8U * (slot % probe_group);
+        std::uint64_t old = word.load(std::memory_order_relaxed);
+        while (!word.compare_exchange_weak(old, (old & ~(std::uint64_t{0xff} << shift)) | (tag_of(fp) << shift),
+                                           std::memory_order_acq_rel)) {
+        }
     }
 
     /// A slot is live in window w while its key was admitted or hot in w or w - 1.
@@ -897,16 +1003,8 @@ private:
         return 2 * c < estimate;
     }
 
-    auto admit(lane& ln, std::string_view key, std::uint64_t fp, std::uint32_t home, std::int64_t w, double frac,
-               std::uint32_t estimate,
-               std::uint32_t preferred) noexcept -> std::uint32_t {
-        const std::uint64_t t = threshold(w);
-        // Well above the sketch's background (the average cell), and either half the threshold
-        // or, at the key's rate so far, on course to pass it.
-        const std::uint64_t background = 4 * window_total(w) / (m_sketch_mask + 1U);
-        if (estimate < background) return no_slot;
-        const std::uint64_t early = std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold);
-        if (estimate < (t + 1) / 2 && !projected(estimate, w, frac, t, 0.0, early)) return no_slot;
+    auto admit(lane& ln, std::string_view key, std::uint64_t fp, std::uint32_t home, std::int64_t w,
+               std::uint32_t estimate, std::uint32_t preferred) noexcept -> std::uint32_t {
         const std::uint32_t g = group_of(fp);
         for (std::uint32_t i = 0; i <= probe_group; ++i) {
             // The key's own stale slot first, then the group in order.
@@ -919,6 +1017,7 @@ private:
                 continue;
             }
             m_fp[s].store(fp, std::memory_order_release);
+            set_tag(s, fp);
             e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             std::uint32_t stride = 1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
             while (detail::gcd32(stride, m_n) != 1) ++stride;
@@ -947,7 +1046,7 @@ private:
     }
 
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
-    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, double frac,
+    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, double frac, const levels& lv,
                  route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
@@ -973,8 +1072,7 @@ private:
 
         bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
         if (!hot) {
-            const std::uint64_t t = threshold(w);
-            if (counted > t || projected(counted, w, frac, t, 4.0, 2 * m_config.min_threshold)) {
+            if (counted > lv.threshold.load(std::memory_order_relaxed) || confirmed_early(counted, lv)) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 if (seen != w && e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
@@ -1178,11 +1276,14 @@ private:
     std::uint64_t m_uid = 0;
     std::uint64_t m_producer = 0;
     xxh3 m_sketch_hash;
+    std::uint64_t m_secret = 0;
+    std::uint64_t m_secret_out = 0;
     std::uint32_t m_sketch_mask = 0;
     std::uint32_t m_slots = 0;
     std::uint32_t m_lanes = 0;
     std::unique_ptr<std::atomic<std::uint32_t>[]> m_sketch;
     std::unique_ptr<std::atomic<std::uint64_t>[]> m_fp;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> m_tags;  // per probe group: 8 one-byte tags
     std::unique_ptr<entry[]> m_entries;
     std::unique_ptr<lane[]> m_lane;
     std::unique_ptr<std::atomic<std::uint32_t>[]> m_load;
