@@ -709,7 +709,8 @@ private:
         const double mean = expected / static_cast<double>(m_n);
         const double level = (1.0 + headroom) * mean;
         const double sliver = 0.05 * mean;
-        double remaining = share * expected;
+        // An early share is noisy: plan a quarter more room than it suggests.
+        double remaining = 1.25 * share * expected;
         const auto most = static_cast<std::uint32_t>(std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
         const std::uint32_t first = m_plan_used[parity].fetch_add(most, std::memory_order_acq_rel);
         if (first + most > pieces_per_window()) return;  // out of piece space: load-driven placement
