@@ -4,7 +4,8 @@
 #   clang-cxx20  clang 14, C++20, Release, warnings as errors: the same
 #   asan         g++ 12,  C++20, AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan         clang 14, C++17, ThreadSanitizer (without the librdkafka tests)
-# and a short run of each libFuzzer target (clang). Usage: scripts/test.sh [preset...]
+#   fuzz         clang 14, libFuzzer + ASan + UBSan: each fuzz target for 15 s
+# Usage: scripts/test.sh [preset...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -13,7 +14,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
 
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(gcc-cxx17 clang-cxx20 asan tsan)
+[ ${#presets[@]} -gt 0 ] || presets=(gcc-cxx17 clang-cxx20 asan tsan fuzz)
 for preset in "${presets[@]}"; do
   echo "==== ${preset}"
   start=$SECONDS

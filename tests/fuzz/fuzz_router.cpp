@@ -1,0 +1,216 @@
+// libFuzzer target for keyroute::salting_router, driven by a fuzzed configuration and a fuzzed
+// sequence of keys, event times (steps, jumps back an hour, forward a year, anywhere) and
+// partitions going down and up. Checked after every call:
+// - every partition is below the partition count, and `home` is the base partitioner's;
+// - a decision that is not salted stays home (failover off) or goes home or to an available
+//   partition (failover on);
+// - with an absolute threshold, a key is salted only after more than `threshold` of its events
+//   in the window (less a known carry-over, see pending_carry); with a threshold above the
+//   number of calls nothing is ever salted;
+// - stats().routed equals the number of calls, salted and stamped never exceed it;
+// - a bad configuration throws std::invalid_argument and nothing else.
+// Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_router tests/fuzz/corpus/router
+#include <keyroute/partitioner.hpp>
+#include <keyroute/salting_router.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+class input {
+public:
+    input(const std::uint8_t* data, std::size_t size) : m_data(data), m_size(size) {}
+
+    [[nodiscard]] auto empty() const -> bool { return m_pos >= m_size; }
+    auto byte() -> std::uint8_t { return m_pos < m_size ? m_data[m_pos++] : 0; }
+    auto u64(std::size_t bytes) -> std::uint64_t {
+        std::uint64_t v = 0;
+        for (std::size_t i = 0; i < bytes; ++i) v |= std::uint64_t{byte()} << (8U * i);
+        return v;
+    }
+    auto bytes(std::size_t n) -> std::string_view {
+        const std::size_t take = std::min(n, m_size - std::min(m_pos, m_size));
+        const std::string_view out(reinterpret_cast<const char*>(m_data) + m_pos, take);
+        m_pos += take;
+        return out;
+    }
+
+private:
+    const std::uint8_t* m_data;
+    std::size_t m_size;
+    std::size_t m_pos = 0;
+};
+
+void require_at(bool ok, const char* what, int line) {
+    if (ok) return;
+    std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, line, what);
+    std::abort();
+}
+// NOLINTNEXTLINE(cppcoreguidelines-macro-usage): the failing expression and line, for triage
+#define FUZZ_REQUIRE(...) require_at((__VA_ARGS__), #__VA_ARGS__, __LINE__)
+
+using router_type = keyroute::salting_router<keyroute::kafka_partitioner>;
+using clock_type = std::chrono::system_clock;
+
+// Known issue (reported to the router's owner): each lane counts a tracked slot's events in a
+// `pending` counter flushed every 16 events and never reset when the window or the slot's key
+// changes, so up to 15 events of a previous window, or of the slot's previous key, count towards
+// the exact count. Until that is fixed the check allows this carry-over (one lane here).
+constexpr std::uint64_t pending_carry = 15;
+
+constexpr std::int64_t hour_ms = 3600LL * 1000;
+constexpr std::int64_t year_ms = 365LL * 24 * hour_ms;
+// system_clock counts nanoseconds in 64 bits: keep event times within +-200 years of the epoch.
+constexpr std::int64_t time_limit_ms = 200 * year_ms;
+
+auto fuzzed_config(input& in, bool& bad) -> keyroute::salting_config {
+    keyroute::salting_config c;
+    const std::uint8_t shape = in.byte();
+    c.partitions = 1 + in.byte() % 64U;
+    // Zero and counts beyond kafka's 2^31-1 are refused. (Valid huge counts are left out: the
+    // router's memory grows linearly with the count, see docs/bad-input.md.)
+    if (shape % 16U == 0) c.partitions = in.byte() % 2U == 0 ? 0 : 0x80000000ULL + (in.u64(8) >> 1U);
+    // Counts above 16384 (no fill order) are left out until the router stops forming
+    // `m_fill.get() + parity * m_n` from a null m_fill there (UBSan: pointer overflow; reported).
+    switch (in.byte() % 4U) {
+    case 0: c.threshold = 0; break;
+    case 1: c.threshold = 1 + in.byte() % 64U; break;
+    case 2: c.threshold = 0xffffffffULL - in.byte(); break;
+    default: c.threshold = in.u64(8) >> (in.byte() % 64U); break;
+    }
+    const std::uint8_t window_shape = in.byte();
+    std::int64_t window_ms = 1 + static_cast<std::int64_t>(in.u64(2));
+    if (window_shape % 16U == 0) window_ms = -static_cast<std::int64_t>(in.u64(1));
+    // Up to ~35 years: a window whose length in the clock's ticks overflows int64 is reported
+    // to the router's owner (docs/bad-input.md), not fuzzed.
+    if (window_shape % 16U == 1) window_ms = 1 + static_cast<std::int64_t>(in.u64(8) >> 24U);
+    c.window = std::chrono::milliseconds(window_ms);
+    c.auto_fraction = in.byte() % 16U == 0 ? static_cast<double>(in.byte()) / 128.0 - 0.5
+                                           : (1.0 + in.byte()) / 256.0;
+    c.min_threshold = in.byte() % 8U == 0 ? 0 : 1 + in.byte() % 64U;
+    c.run_length = in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(4)) : 1 + in.byte() % 64U;
+    c.max_hot_keys = in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(2)) : 1 + in.byte() % 32U;
+    c.lanes = in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(2)) : in.byte() % 4U;
+    c.producer_id = in.u64(2);
+    c.seed = 1 + in.u64(2);
+    c.failover_cold_keys = in.byte() % 2U == 0;
+    bad = c.partitions == 0 || c.partitions > keyroute::kafka_partitioner::max_partitions ||
+          c.window.count() <= 0 || !(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0) ||
+          c.min_threshold == 0 || c.run_length == 0 || c.run_length > 65536 ||
+          c.max_hot_keys == 0 || c.max_hot_keys > 4096 || c.lanes > 256 ||
+          c.threshold > 0xffffffffULL;
+    return c;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    input in(data, size);
+    bool bad = false;
+    const keyroute::salting_config config = fuzzed_config(in, bad);
+    std::unique_ptr<router_type> router;
+    try {
+        router = std::make_unique<router_type>(config);
+        FUZZ_REQUIRE(!bad);
+    } catch (const std::invalid_argument&) {
+        FUZZ_REQUIRE(bad);
+        return 0;
+    } catch (...) {
+        std::abort();
+    }
+    const keyroute::kafka_partitioner base(config.partitions);
+    const std::uint32_t n = router->partitions();
+    FUZZ_REQUIRE(n == config.partitions);
+
+    // A handful of keys so that some repeat often enough to turn hot; a key may be any bytes.
+    std::vector<std::string> keys;
+    const std::size_t key_count = 1 + in.byte() % 8U;
+    for (std::size_t i = 0; i < key_count; ++i) keys.emplace_back(in.bytes(in.byte() % 12U));
+
+    std::int64_t now_ms = static_cast<std::int64_t>(in.u64(6)) % time_limit_ms;
+    std::int64_t window = std::numeric_limits<std::int64_t>::min();  // the router's, never back
+    std::map<std::string, std::uint64_t> in_window;                  // events per key, this window
+    std::uint64_t calls = 0;
+    std::uint64_t salted = 0;
+    const std::int64_t len = config.window.count();
+
+    while (!in.empty()) {
+        const std::uint8_t op = in.byte();
+        if (op < 16) {  // the clock moves
+            switch (op % 8U) {
+            case 0: now_ms -= hour_ms; break;
+            case 1: now_ms += year_ms; break;
+            case 2: now_ms = static_cast<std::int64_t>(in.u64(8) % (2 * time_limit_ms)) - time_limit_ms; break;
+            case 3: now_ms += len; break;
+            default: now_ms += static_cast<std::int64_t>(in.u64(2)); break;
+            }
+            now_ms = std::max(-time_limit_ms, std::min(time_limit_ms, now_ms));
+            continue;
+        }
+        if (op < 24) {  // a partition goes down or comes back
+            const auto p = static_cast<std::uint32_t>(in.u64(2) % (n + 1ULL));
+            const bool up = op % 2U == 0;
+            try {
+                router->set_available(p, up);
+                FUZZ_REQUIRE(p < n);
+                FUZZ_REQUIRE(router->available(p) == up);
+            } catch (const std::invalid_argument&) {
+                FUZZ_REQUIRE(p >= n);
+            }
+            continue;
+        }
+        // Route a burst of one key.
+        const std::string& key = keys[op % keys.size()];
+        const std::size_t burst = 1 + in.byte() % 64U;
+        const auto t = clock_type::time_point(std::chrono::milliseconds(now_ms));
+        std::int64_t ew = now_ms / len;
+        if (now_ms % len < 0) --ew;
+        if (ew > window) {
+            window = ew;
+            in_window.clear();
+        }
+        for (std::size_t i = 0; i < burst; ++i) {
+            const keyroute::route_decision d = router->decide(key, t);
+            ++calls;
+            const std::uint64_t seen = ++in_window[key];
+            FUZZ_REQUIRE(d.partition < n);
+            FUZZ_REQUIRE(d.home == base.route(key));
+            if (d.salted) {
+                ++salted;
+                FUZZ_REQUIRE(bool(d.stamp) && d.stamp.salted);
+                // Exact counts gate salting: more than `threshold` events of the key this window,
+                // less what a lane may carry over (see pending_carry).
+                if (config.threshold != 0) FUZZ_REQUIRE(seen + pending_carry > config.threshold);
+            } else if (!config.failover_cold_keys) {
+                FUZZ_REQUIRE(d.partition == d.home);
+            } else if (d.partition != d.home) {
+                FUZZ_REQUIRE(!router->available(d.home) && router->available(d.partition));
+            }
+            if (d.stamp) FUZZ_REQUIRE(d.stamp.producer == router->producer_id() && d.stamp.episode >= 1);
+        }
+        const keyroute::salting_stats s = router->stats();
+        FUZZ_REQUIRE(s.routed == calls);
+        FUZZ_REQUIRE(s.salted == salted);
+        FUZZ_REQUIRE(s.stamped <= calls);
+        FUZZ_REQUIRE(s.partition_load.size() == n);
+        std::uint64_t load = 0;
+        for (const std::uint64_t l : s.partition_load) load += l;
+        FUZZ_REQUIRE(load <= calls);
+    }
+    // A threshold above every event there was: nothing is ever salted.
+    if (config.threshold >= calls && config.threshold != 0) FUZZ_REQUIRE(salted == 0);
+    FUZZ_REQUIRE(router->stats().routed == calls);
+    return 0;
+}
