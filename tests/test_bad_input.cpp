@@ -1,0 +1,612 @@
+// The catalogue of bad input (docs/bad-input.md): one test case per entry or small group, each
+// checking the documented behaviour. Two known defects are pinned with [!shouldfail] (the case
+// passes while the defect is there; when it is fixed, drop the tag) and one with a hidden case
+// too slow for CI ([.]).
+#include "keyroute_catch.hpp"
+
+#include <keyroute/hash.hpp>
+#include <keyroute/jump.hpp>
+#include <keyroute/key_group.hpp>
+#include <keyroute/maglev.hpp>
+#include <keyroute/partitioner.hpp>
+#include <keyroute/rendezvous.hpp>
+#include <keyroute/resequencer.hpp>
+#include <keyroute/salting_router.hpp>
+#include <keyroute/stamp.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::system_clock;
+using time_point = clock_type::time_point;
+using ms = std::chrono::milliseconds;
+
+auto at(std::int64_t millis) -> time_point { return time_point(ms(millis)); }
+
+auto router_config(std::uint64_t partitions, std::uint64_t threshold) -> keyroute::salting_config {
+    keyroute::salting_config c;
+    c.partitions = partitions;
+    c.threshold = threshold;
+    c.window = std::chrono::seconds(60);
+    c.producer_id = 42;
+    c.seed = 7;
+    c.lanes = 2;
+    return c;
+}
+
+// Java's String.hashCode over UTF-16 code units.
+auto java_hash(std::u16string_view units) -> std::uint32_t {
+    std::uint32_t h = 0;
+    for (const char16_t u : units) h = 31U * h + u;
+    return h;
+}
+
+auto one_mib_key(char fill) -> std::string {
+    std::string key(std::size_t{1} << 20U, fill);
+    for (std::size_t i = 0; i < key.size(); i += 4099) key[i] = static_cast<char>(i * 31U);
+    return key;
+}
+
+// Routes `key` through every scheme with `n` partitions and checks the range.
+void routes_in_range(std::string_view key, std::uint32_t n) {
+    CHECK(keyroute::hash_partitioner<>(n).route(key) < n);
+    CHECK(keyroute::kafka_partitioner(n).route(key) < n);
+    CHECK(keyroute::rdkafka_consistent_partitioner(n).route(key) < n);
+    CHECK(keyroute::rdkafka_fnv1a_partitioner(n).route(key) < n);
+    CHECK(keyroute::pulsar_java_string_partitioner(n).route(key) < n);
+    CHECK(keyroute::pulsar_murmur3_partitioner(n).route(key) < n);
+    CHECK(keyroute::jump_partitioner<>(n).route(key) < n);
+    CHECK(keyroute::rendezvous_partitioner<>(n).route(key) < n);
+    CHECK(keyroute::maglev_partitioner<>(n, 4099).route(key) < n);
+    CHECK(keyroute::key_group_partitioner<>(n, 4096).route(key) < n);
+}
+
+// A resequencer of ints that records what it delivers.
+struct reseq {
+    std::vector<int> delivered;
+    std::vector<keyroute::delivery_order> orders;
+    std::vector<keyroute::gap_report> gaps;
+    keyroute::resequencer<int> r;
+
+    explicit reseq(const keyroute::resequencer_config& c)
+        : r(c,
+            [this](keyroute::delivery<int>&& d) {
+                delivered.push_back(d.event);
+                orders.push_back(d.order);
+            },
+            [this](const keyroute::gap_report& g) { gaps.push_back(g); }) {}
+    reseq(const reseq&) = delete;
+    auto operator=(const reseq&) -> reseq& = delete;
+};
+
+}  // namespace
+
+// ---- partition counts ------------------------------------------------------------------------
+
+TEST_CASE("bad-input: zero partitions are refused by every scheme, naming the value",
+          "[bad-input][config]") {
+    const auto refuses = [](auto make) {
+        CHECK_THROWS_AS(make(), std::invalid_argument);
+        CHECK_THROWS_WITH(make(), keyroute_test::contains("got 0"));
+    };
+    refuses([] { return keyroute::hash_partitioner<>(0); });
+    refuses([] { return keyroute::kafka_partitioner(0); });
+    refuses([] { return keyroute::rdkafka_consistent_partitioner(0); });
+    refuses([] { return keyroute::rdkafka_fnv1a_partitioner(0); });
+    refuses([] { return keyroute::pulsar_java_string_partitioner(0); });
+    refuses([] { return keyroute::pulsar_murmur3_partitioner(0); });
+    refuses([] { return keyroute::jump_partitioner<>(0); });
+    refuses([] { return keyroute::rendezvous_partitioner<>(0); });
+    refuses([] { return keyroute::maglev_partitioner<>(0); });
+    refuses([] { return keyroute::key_group_partitioner<>(0); });
+    refuses([] { return keyroute::key_group_partitioner<>(1, 0); });  // zero key groups
+    CHECK_THROWS_AS(keyroute::rendezvous_partitioner<>(std::vector<std::uint32_t>{}),
+                    std::invalid_argument);
+    CHECK_THROWS_WITH(keyroute::maglev_partitioner<>(std::vector<std::uint32_t>{}),
+                      keyroute_test::contains("got 0 ids"));
+    refuses([] { return keyroute::salting_router<>(router_config(0, 0)); });
+    refuses([] { return keyroute::salting_router<keyroute::kafka_partitioner>(router_config(0, 0)); });
+}
+
+TEST_CASE("bad-input: counts above a scheme's limit are refused; the limit itself works",
+          "[bad-input][config]") {
+    const std::uint64_t int32_limit = 0x7fffffffULL;
+    const std::uint64_t uint32_limit = 0xffffffffULL;
+    // Kafka and Pulsar partition ids are int32.
+    CHECK_THROWS_WITH(keyroute::kafka_partitioner(int32_limit + 1), keyroute_test::contains("2147483648"));
+    CHECK_THROWS_AS(keyroute::pulsar_murmur3_partitioner(int32_limit + 1), std::invalid_argument);
+    CHECK_THROWS_AS(keyroute::rdkafka_fnv1a_partitioner(int32_limit + 1), std::invalid_argument);
+    CHECK(keyroute::kafka_partitioner(int32_limit).route("user-42") < int32_limit);
+    CHECK(keyroute::pulsar_java_string_partitioner(int32_limit).route("user-42") < int32_limit);
+    // The generic schemes stop at 2^32-1; a count that does not fit 64 bits after a negative
+    // conversion is refused too.
+    CHECK_THROWS_WITH(keyroute::hash_partitioner<>(uint32_limit + 1), keyroute_test::contains("4294967296"));
+    CHECK_THROWS_AS(keyroute::hash_partitioner<>(static_cast<std::uint64_t>(-1)), std::invalid_argument);
+    CHECK(keyroute::hash_partitioner<>(uint32_limit).route("user-42") < uint32_limit);
+    CHECK_THROWS_AS(keyroute::jump_partitioner<>(uint32_limit + 1), std::invalid_argument);
+    CHECK(keyroute::jump_partitioner<>(uint32_limit).route("user-42") < uint32_limit);
+    CHECK_THROWS_AS(keyroute::jump_partitioner<keyroute::detail::positive31<keyroute::murmur2>>(int32_limit + 1),
+                    std::invalid_argument);
+    // Rendezvous is O(n) per route: at most 2^24 ids.
+    CHECK_THROWS_WITH(keyroute::rendezvous_partitioner<>((1U << 24U) + 1U), keyroute_test::contains("16777217"));
+    // Maglev: no more ids than table slots; the table size a prime in [2, 2^31-1].
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>(258, 257), std::invalid_argument);
+    CHECK(keyroute::maglev_partitioner<>(257, 257).route("user-42") < 257U);
+    CHECK_THROWS_WITH(keyroute::maglev_partitioner<>(4, 256), keyroute_test::contains("got 256"));
+    CHECK_THROWS_WITH(keyroute::maglev_partitioner<>(1, 1), keyroute_test::contains("got 1"));
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>(1, 0x80000000ULL), std::invalid_argument);
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>::table_size_for(0), std::invalid_argument);
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>::table_size_for(0x7fffffffULL / 100 + 1), std::invalid_argument);
+    // Key groups: n <= G <= 2^32-1.
+    CHECK_THROWS_WITH(keyroute::key_group_partitioner<>(129, 128), keyroute_test::contains("got 129"));
+    CHECK_THROWS_AS(keyroute::key_group_partitioner<>(1, uint32_limit + 1), std::invalid_argument);
+    const keyroute::key_group_partitioner<> widest(uint32_limit, uint32_limit);
+    CHECK(widest.route("user-42") < uint32_limit);
+    // The router: the base partitioner's limit, and the base must agree with the configuration.
+    CHECK_THROWS_AS(keyroute::salting_router<keyroute::kafka_partitioner>(router_config(int32_limit + 1, 0)),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(keyroute::salting_router<>(router_config(uint32_limit + 1, 0)), std::invalid_argument);
+    CHECK_THROWS_WITH(keyroute::salting_router<>(router_config(8, 0), keyroute::hash_partitioner<>(9)),
+                      keyroute_test::contains("differs"));
+}
+
+TEST_CASE("bad-input: set_available refuses a partition that does not exist", "[bad-input][router]") {
+    keyroute::salting_router<> router(router_config(4, 0));
+    CHECK_THROWS_WITH(router.set_available(4, false), keyroute_test::contains("partition 4"));
+    CHECK_NOTHROW(router.set_available(3, false));
+    CHECK_FALSE(router.available(3));
+    CHECK_FALSE(router.available(4));  // not a partition: never available
+}
+
+TEST_CASE("bad-input: rendezvous and maglev refuse duplicate ids and bad weights",
+          "[bad-input][config]") {
+    using rv = keyroute::rendezvous_partitioner<>;
+    CHECK_THROWS_WITH(rv(std::vector<std::uint32_t>{3, 5, 3}), keyroute_test::contains("id 3 more than once"));
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>(std::vector<std::uint32_t>{1, 1}), std::invalid_argument);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    for (const double bad : {0.0, -1.0, nan, inf}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(rv({1, 2}, {1.0, bad}), std::invalid_argument);
+    }
+    CHECK_THROWS_WITH(rv({1, 2}, {1.0}), keyroute_test::contains("1 weights for 2 ids"));
+    CHECK(rv({1, 2}, {1e-300, 1e300}).route("user-42") == 2U);  // extreme but valid ratios
+}
+
+// ---- router configuration ------------------------------------------------------------------
+
+TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'", "[bad-input][router]") {
+    keyroute::salting_router<> router(router_config(16, 0));
+    // 16000 events over 1000 keys: no key comes near the automatic threshold.
+    std::uint64_t salted = 0;
+    for (int i = 0; i < 16000; ++i) {
+        const auto d = router.decide("key-" + std::to_string(i % 1000), at(1000 + i));
+        salted += d.salted ? 1U : 0U;
+        CHECK(d.partition == d.home);
+    }
+    CHECK(salted == 0);
+    const keyroute::salting_stats s = router.stats();
+    CHECK(s.threshold >= router.config().min_threshold);
+    CHECK(s.routed == 16000);
+    // A threshold that does not fit 32 bits is refused; the largest one means "never hot".
+    CHECK_THROWS_WITH(keyroute::salting_router<>(router_config(16, 0x100000000ULL)),
+                      keyroute_test::contains("threshold"));
+    keyroute::salting_router<> never(router_config(4, 0xffffffffULL));
+    for (int i = 0; i < 5000; ++i) CHECK_FALSE(never.decide("only-key", at(1000)).salted);
+}
+
+TEST_CASE("bad-input: zero or negative windows and out-of-range settings are refused",
+          "[bad-input][router][config]") {
+    using router = keyroute::salting_router<>;
+    auto c = router_config(8, 0);
+    c.window = ms(0);
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("window must be positive, got 0 ms"));
+    c.window = ms(-60000);
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("got -60000 ms"));
+    c = router_config(8, 0);
+    c.auto_fraction = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
+    c.auto_fraction = 1.5;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
+    c = router_config(8, 0);
+    c.min_threshold = 0;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("min_threshold"));
+    c = router_config(8, 0);
+    c.run_length = 65537;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("got 65537"));
+    c = router_config(8, 0);
+    c.max_hot_keys = 4097;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("got 4097"));
+    c = router_config(8, 0);
+    c.lanes = 257;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("got 257"));
+    // The resequencer's durations: negative is refused, zero is valid.
+    keyroute::resequencer_config rc;
+    rc.max_delay = ms(-1);
+    const auto sink = [](keyroute::delivery<int>&&) {};
+    const auto gap = [](const keyroute::gap_report&) {};
+    CHECK_THROWS_WITH(keyroute::resequencer<int>(rc, sink, gap), keyroute_test::contains("max_delay"));
+    rc.max_delay = ms(0);
+    rc.episode_ttl = ms(-1);
+    CHECK_THROWS_WITH(keyroute::resequencer<int>(rc, sink, gap), keyroute_test::contains("episode_ttl"));
+    rc.episode_ttl = ms(0);
+    CHECK_NOTHROW(keyroute::resequencer<int>(rc, sink, gap));
+}
+
+// ---- keys ------------------------------------------------------------------------------------
+
+TEST_CASE("bad-input: an empty key is a key like any other", "[bad-input][keys]") {
+    for (const std::uint32_t n : {1U, 7U, 64U}) routes_in_range("", n);
+    // The hashes of no bytes, from each function's definition.
+    CHECK(keyroute::xxh3{}("") == XXH3_64bits(nullptr, 0));
+    CHECK(keyroute::crc32{}("") == 0U);
+    CHECK(keyroute::murmur3_32{}("") == 0U);
+    CHECK(keyroute::java_string_hash{}("") == 0U);
+    CHECK(keyroute::fnv1a{}("") == 0U - 0x811c9dc5U);  // the offset basis, negative as int32
+    CHECK(keyroute::murmur2{}("") == 0x106e08d9U);      // librdkafka's unit test value for ""
+    CHECK(keyroute::kafka_partitioner(8).route(std::string_view{}) == keyroute::kafka_partitioner(8).route(""));
+    // The router tracks it like any key and the resequencer takes it.
+    keyroute::salting_router<> router(router_config(8, 0));
+    const auto d = router.decide("", at(0));
+    CHECK(d.partition == d.home);
+    CHECK(d.home == router.base().route(""));
+    reseq q(keyroute::resequencer_config{});
+    CHECK(q.r.push("", keyroute::stamp{1, 0, 1, 0, true}, 5, keyroute::origin{0, 0}, ms(0)) ==
+          keyroute::push_result::accepted);
+    CHECK(q.delivered == std::vector<int>{5});
+}
+
+TEST_CASE("bad-input: 1 MiB keys hash every byte, route in range, and are bounded in the router and the resequencer",
+          "[bad-input][keys]") {
+    const std::string big = one_mib_key('x');
+    std::string changed = big;
+    changed.back() = static_cast<char>(changed.back() ^ 1);
+    routes_in_range(big, 1000);
+    // Every byte counts, up to the last one (no truncation of long keys).
+    CHECK(keyroute::xxh3{}(big) != keyroute::xxh3{}(changed));
+    CHECK(keyroute::crc32{}(big) != keyroute::crc32{}(changed));  // CRC detects any one-bit change
+    CHECK(keyroute::murmur2{}(big) != keyroute::murmur2{}(changed));
+    CHECK(keyroute::java_string_hash{}(big) != keyroute::java_string_hash{}(changed));
+    CHECK(keyroute::xxh3{}(big) == keyroute::xxh3{}(std::string(big)));  // bytes, not the buffer
+    // The router keeps a 24-byte prefix of a tracked key, never the whole key.
+    keyroute::salting_router<> router(router_config(8, 100));
+    for (int i = 0; i < 300; ++i) (void)router.decide(big, at(1000));
+    const keyroute::salting_stats s = router.stats();
+    REQUIRE(s.hot_keys.size() == 1);
+    CHECK(s.hot_keys[0].truncated);
+    CHECK(s.hot_keys[0].key == big.substr(0, 24));
+    // The resequencer counts the key against max_bytes: too big to hold, it is delivered at once
+    // and the sequences it would have waited for are reported missing.
+    keyroute::resequencer_config rc;
+    rc.max_bytes = std::size_t{64} << 10U;
+    reseq q(rc);
+    CHECK(q.r.push(big, keyroute::stamp{1, 0, 1, 3, true}, 7, keyroute::origin{0, 0}, ms(0)) ==
+          keyroute::push_result::accepted);
+    CHECK(q.delivered == std::vector<int>{7});
+    REQUIRE(q.gaps.size() == 1);
+    CHECK(q.gaps[0].first_missing == 0);
+    CHECK(q.gaps[0].last_missing == 2);
+    CHECK(q.gaps[0].reason == keyroute::gap_reason::full);
+    CHECK(q.r.held_bytes() == 0);
+}
+
+TEST_CASE("bad-input: NUL bytes are key bytes", "[bad-input][keys]") {
+    const std::string_view a("a", 1);
+    const std::string_view a_nul("a\0", 2);
+    const std::string_view a_nul_b("a\0b", 3);
+    CHECK(keyroute::xxh3{}(a) != keyroute::xxh3{}(a_nul));
+    CHECK(keyroute::murmur2{}(a) != keyroute::murmur2{}(a_nul));
+    CHECK(keyroute::crc32{}(a) != keyroute::crc32{}(a_nul));
+    CHECK(keyroute::murmur3_32{}(a) != keyroute::murmur3_32{}(a_nul));
+    CHECK(keyroute::fnv1a{}(a) != keyroute::fnv1a{}(a_nul));
+    // Java: U+0000 is a code unit like any other (checked with OpenJDK 17's String.hashCode).
+    CHECK(keyroute::java_string_hash{}(a_nul_b) == java_hash(std::u16string_view(u"a\u0000b", 3)));
+    CHECK(keyroute::java_string_hash{}(a_nul_b) == 93315U);
+    routes_in_range(a_nul_b, 16);
+    // The router reports the key with its NUL.
+    keyroute::salting_router<> router(router_config(8, 100));
+    for (int i = 0; i < 300; ++i) (void)router.decide(a_nul_b, at(1000));
+    const keyroute::salting_stats s = router.stats();
+    REQUIRE(s.hot_keys.size() == 1);
+    CHECK(s.hot_keys[0].key == a_nul_b);
+}
+
+TEST_CASE("bad-input: invalid UTF-8 hashes as Java's decoder replaces it", "[bad-input][keys][java]") {
+    // Each expectation is the UTF-16 that OpenJDK 17's `new String(bytes, UTF_8)` produces, and
+    // its hashCode, which this test recomputes from the code units.
+    const keyroute::java_string_hash java;
+    CHECK(java("\xff") == java_hash(u"\uFFFD"));                       // never a lead byte
+    CHECK(java("\x80") == java_hash(u"\uFFFD"));                       // stray continuation
+    CHECK(java("\xc0\xaf") == java_hash(u"\uFFFD\uFFFD"));             // overlong '/'
+    CHECK(java("\xe0\x80\x80") == java_hash(u"\uFFFD\uFFFD\uFFFD"));   // overlong NUL
+    CHECK(java("\xed\xa0\x80") == java_hash(u"\uFFFD"));               // encoded surrogate: one
+    CHECK(java("\xf0\x9f\x98") == java_hash(u"\uFFFD"));               // truncated at the end
+    CHECK(java("a\xe2\x82" "b") == java_hash(u"a\uFFFDb"));            // truncated in the middle
+    CHECK(java("\xf4\x90\x80\x80") == java_hash(u"\uFFFD\uFFFD\uFFFD\uFFFD"));  // above U+10FFFF
+    CHECK(java("\xf8\x88\x80\x80\x80") == 2408927421U);               // 5-byte form: five U+FFFD
+    CHECK(java("\xf0\x9f\x98\x80") == java_hash(u"\U0001F600"));       // valid: a surrogate pair
+    CHECK(java("\xf0\x9f\x98\x80") == 1772899U);
+    // The Pulsar scheme built on it routes such keys in range, as the Java client does.
+    const keyroute::pulsar_java_string_partitioner pulsar(12);
+    CHECK(pulsar.route("\xc0\xaf") == (java_hash(u"\uFFFD\uFFFD") & 0x7fffffffU) % 12U);
+    routes_in_range("\xed\xa0\x80\xff", 12);
+}
+
+// ---- time ------------------------------------------------------------------------------------
+
+TEST_CASE("bad-input: a clock that goes back an hour or forward a year", "[bad-input][router][clock]") {
+    keyroute::salting_router<> router(router_config(16, 50));
+    const std::int64_t t0 = 1700000000000;  // November 2023
+    const std::int64_t hour = 3600LL * 1000;
+    const std::int64_t year = 365LL * 24 * hour;
+    std::uint64_t calls = 0;
+    std::int64_t last_window = std::numeric_limits<std::int64_t>::min();
+    const auto burst = [&](std::int64_t t) {
+        for (int i = 0; i < 400; ++i) {
+            // One hot key and many cold ones.
+            const std::string key = i % 2 == 0 ? std::string("hot") : "cold-" + std::to_string(i);
+            const auto d = router.decide(key, at(t + i));
+            ++calls;
+            REQUIRE(d.partition < 16U);
+            if (!d.salted) CHECK(d.partition == d.home);
+        }
+        const keyroute::salting_stats s = router.stats();
+        CHECK(s.routed == calls);
+        CHECK(s.window >= last_window);  // windows never go back
+        last_window = s.window;
+        std::uint64_t load = 0;
+        for (const std::uint64_t l : s.partition_load) load += l;
+        CHECK(load <= calls);
+    };
+    burst(t0);
+    burst(t0 - hour);  // late events count in the current window
+    CHECK(router.stats().window == t0 / 60000);
+    burst(t0 + year);
+    CHECK(router.stats().window == (t0 + year) / 60000);
+    burst(t0);         // a year back: still the future window
+    CHECK(router.stats().window == (t0 + year) / 60000);
+    burst(-t0);        // before the epoch
+    CHECK(router.stats().routed == 5 * 400U);
+    // The resequencer: a watermark that goes back is ignored.
+    reseq q(keyroute::resequencer_config{});
+    q.r.advance_watermark(ms(t0));
+    q.r.advance_watermark(ms(t0 - hour));
+    CHECK(q.r.watermark() == ms(t0));
+}
+
+TEST_CASE("bad-input: events at the very ends of the resequencer's clock", "[bad-input][resequencer][clock]") {
+    keyroute::resequencer_config rc;
+    rc.max_delay = ms(1000);
+    reseq q(rc);
+    // Held at time max: its deadline saturates instead of overflowing; only flush releases it.
+    CHECK(q.r.push("k", keyroute::stamp{1, 0, 1, 1, true}, 1, keyroute::origin{0, 0}, ms::max()) ==
+          keyroute::push_result::accepted);
+    CHECK(q.r.push("j", keyroute::stamp{1, 0, 2, 1, true}, 2, keyroute::origin{1, 0}, ms::min()) ==
+          keyroute::push_result::accepted);
+    q.r.advance_watermark(ms::min());
+    CHECK(q.delivered.empty());
+    q.r.advance_watermark(ms::max() - ms(1));
+    CHECK(q.delivered == std::vector<int>{2});
+    q.r.flush();
+    CHECK(q.delivered == std::vector<int>{2, 1});
+    CHECK(q.r.held_events() == 0);
+}
+
+// ---- counters --------------------------------------------------------------------------------
+
+// Known defect, reported: each lane counts events per partition per window in a uint32
+// (salting_router's m_load), so a partition that receives 2^32 events from one lane in one
+// window wraps to zero: it then looks empty to placement (hot keys pile onto it) and to
+// stats().partition_load. The check below is what must hold; it drives 2^32 + 3 events (minutes
+// in a Release build), so it is hidden: run it with `test_bad_input "[.overflow]"`.
+TEST_CASE("bad-input: more than 2^32 events to one partition in one window", "[.overflow][!shouldfail]") {
+    auto c = router_config(2, 0xffffffffULL);  // never hot: the key stays untracked
+    c.lanes = 1;
+    keyroute::salting_router<> router(c);
+    const std::uint64_t events = (std::uint64_t{1} << 32U) + 3;
+    const time_point t = at(1000);
+    std::uint32_t home = 0;
+    for (std::uint64_t i = 0; i < events; ++i) home = router.route("one-key", t);
+    const keyroute::salting_stats s = router.stats();
+    CHECK(s.routed == events);
+    CHECK(s.partition_load[home] == events);
+}
+
+// Known defect, reported: a lane's `pending` count of a tracked key (flushed every 16 events) is
+// neither reset nor tagged when the window changes, so up to 15 events of the previous window
+// count towards the new window's exact count, and a key with exactly `threshold` events in a
+// window is salted. One of 16 consecutive previous-window volumes leaves each pending count.
+TEST_CASE("bad-input: a key at exactly the threshold in the window after it was hot stays unsalted",
+          "[bad-input][router][!shouldfail]") {
+    const std::uint64_t threshold = 40;
+    std::uint64_t salted = 0;
+    for (std::uint64_t before = 100; before < 116; ++before) {
+        auto c = router_config(8, threshold);
+        c.lanes = 1;
+        keyroute::salting_router<> router(c);
+        for (std::uint64_t i = 0; i < before; ++i) (void)router.decide("k", at(1000));
+        for (std::uint64_t i = 0; i < threshold; ++i) salted += router.decide("k", at(61000)).salted ? 1U : 0U;
+    }
+    CHECK(salted == 0);
+}
+
+// ---- adversarial keys ------------------------------------------------------------------------
+
+namespace {
+
+// The router's sketch cells for a key under a seed, mirroring salting_router with a 32-bit base
+// partitioner (kafka_partitioner): h = xxh3{seed}(key), row a = h & mask, row b = (h >> 32) &
+// mask, width = clamp(next_pow2(32 n), 1024, 8192). The test checks below that the mirror is
+// right (the collisions do make the victim a candidate); if the router changes, update it.
+struct cells {
+    std::uint64_t a;
+    std::uint64_t b;
+    friend auto operator==(const cells& x, const cells& y) -> bool { return x.a == y.a && x.b == y.b; }
+};
+
+auto cells_of(std::string_view key, std::uint64_t seed, std::uint64_t width) -> cells {
+    const std::uint64_t h = keyroute::xxh3{seed}(key);
+    return {h & (width - 1), (h >> 32U) & (width - 1)};
+}
+
+// Keys whose cells equal the victim's under `seed` (about width^2 hashes each).
+auto craft_collisions(std::string_view victim, std::uint64_t seed, std::uint64_t width, std::size_t count)
+    -> std::vector<std::string> {
+    const cells target = cells_of(victim, seed, width);
+    std::vector<std::string> out;
+    for (std::uint64_t i = 0; out.size() < count; ++i) {
+        std::string key = "attack-" + std::to_string(i);
+        if (cells_of(key, seed, width) == target) out.push_back(std::move(key));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("bad-input: keys crafted to collide in the hot-key sketch", "[bad-input][router][adversarial]") {
+    const std::uint64_t seed_a = 0x1234;
+    const std::uint64_t seed_b = 0x9876;
+    const std::uint64_t width = 1024;  // 8 partitions
+    const std::uint64_t threshold = 64;
+    const std::string victim = "victim-tenant";
+    const std::vector<std::string> crafted = craft_collisions(victim, seed_a, width, 3);
+
+    // Keys crafted against seed A's cells do not collide under another seed.
+    for (const std::string& k : crafted) CHECK_FALSE(cells_of(k, seed_b, width) == cells_of(victim, seed_b, width));
+
+    const auto run = [&](std::uint64_t seed, bool& victim_tracked) {
+        auto c = router_config(8, threshold);
+        c.seed = seed;
+        keyroute::salting_router<keyroute::kafka_partitioner> router(c);
+        std::uint64_t salted = 0;
+        std::uint64_t moved = 0;
+        // Each crafted key sends fewer than `threshold` events: all land in the victim's cells.
+        for (const std::string& k : crafted) {
+            for (std::uint64_t i = 0; i < 20; ++i) {
+                const auto d = router.decide(k, at(1000));
+                salted += d.salted ? 1U : 0U;
+                moved += d.partition != d.home ? 1U : 0U;
+            }
+        }
+        victim_tracked = false;
+        for (std::uint64_t i = 0; i < 20; ++i) {
+            const auto d = router.decide(victim, at(1000));
+            victim_tracked = victim_tracked || bool(d.stamp);
+            salted += d.salted ? 1U : 0U;
+            moved += d.partition != d.home ? 1U : 0U;
+        }
+        CHECK(salted == 0);  // exact counts gate salting: nobody passed the threshold
+        CHECK(moved == 0);
+    };
+    bool tracked_a = false;
+    bool tracked_b = false;
+    run(seed_a, tracked_a);
+    run(seed_b, tracked_b);
+    // Under seed A the collisions inflate the victim's estimate: it becomes a candidate (stamped,
+    // counted exactly) but is never split. Under seed B the same keys do nothing to it.
+    CHECK(tracked_a);
+    CHECK_FALSE(tracked_b);
+}
+
+// ---- resequencer limits and stamps -----------------------------------------------------------
+
+TEST_CASE("bad-input: a full resequencer, release_early and refuse", "[bad-input][resequencer]") {
+    for (const auto policy : {keyroute::full_policy::release_early, keyroute::full_policy::refuse}) {
+        CAPTURE(static_cast<int>(policy));
+        keyroute::resequencer_config rc;
+        rc.max_events = 3;
+        rc.max_delay = ms(1000000);
+        rc.on_full = policy;
+        reseq q(rc);
+        std::set<int> accepted;
+        std::size_t refused = 0;
+        // Twenty episodes whose sequence 0 never comes: each event must wait.
+        for (int e = 0; e < 20; ++e) {
+            const keyroute::stamp st{9, 0, static_cast<std::uint64_t>(e + 1), 1, true};
+            const auto part = static_cast<std::uint32_t>(e);
+            const auto result = q.r.push("k" + std::to_string(e), st, e, keyroute::origin{part, 0}, ms(e));
+            CHECK(q.r.held_events() <= 3);
+            if (result == keyroute::push_result::accepted) accepted.insert(e);
+            if (result == keyroute::push_result::refused) ++refused;
+            CHECK(result != keyroute::push_result::duplicate);
+        }
+        if (policy == keyroute::full_policy::release_early) {
+            CHECK(refused == 0);
+            CHECK(accepted.size() == 20);
+            CHECK(q.delivered.size() == 17);  // the oldest go early, each with its gap reported
+            CHECK(q.gaps.size() == 17);
+            CHECK(q.gaps[0].reason == keyroute::gap_reason::full);
+        } else {
+            CHECK(refused == 17);
+            CHECK(accepted == std::set<int>{0, 1, 2});
+            CHECK(q.delivered.empty());
+            CHECK(q.r.committable_offset(0) == 0);
+            CHECK_FALSE(q.r.committable_offset(3).has_value());  // a refused offset is not passed
+        }
+        q.r.flush();
+        // Exactly once: every accepted event, nothing else.
+        CHECK(std::set<int>(q.delivered.begin(), q.delivered.end()) == accepted);
+        CHECK(q.delivered.size() == accepted.size());
+    }
+}
+
+// Known defect, reported: a stamp with sequence 2^64-1 (decode_stamp accepts any 64-bit varint)
+// makes the episode's next expected sequence wrap to 0, after which sequences already given up
+// are delivered again as in order. What must hold: sequence 0, reported missing, comes late.
+TEST_CASE("bad-input: a stamp with sequence 2^64-1", "[bad-input][resequencer][!shouldfail]") {
+    keyroute::resequencer_config rc;
+    rc.max_bytes = 8;  // 4 + 5 bytes: the first event is too big to hold, delivered at once
+    reseq q(rc);
+    const std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
+    CHECK(q.r.push("kkkkk", keyroute::stamp{1, 0, 1, top, true}, 1, keyroute::origin{0, 0}, ms(0)) ==
+          keyroute::push_result::accepted);
+    REQUIRE(q.gaps.size() == 1);  // 0 .. 2^64-2 given up
+    const auto second = q.r.push("k", keyroute::stamp{1, 0, 1, 0, true}, 2, keyroute::origin{0, 1}, ms(0));
+    CHECK((second == keyroute::push_result::duplicate ||
+           (q.orders.size() == 2 && q.orders[1] == keyroute::delivery_order::late)));
+}
+
+TEST_CASE("bad-input: malformed stamps are rejected with a reason", "[bad-input][stamp]") {
+    keyroute::stamp_error e = keyroute::stamp_error::none;
+    CHECK_FALSE(keyroute::try_decode_stamp(std::string_view("\x01\x00\x05\x00\x00\x00", 6), &e));
+    CHECK(e == keyroute::stamp_error::zero_episode);
+    CHECK_FALSE(keyroute::try_decode_stamp(std::string(1 << 20, '\x01'), &e));
+    CHECK(e != keyroute::stamp_error::none);
+    CHECK_THROWS_AS(keyroute::decode_stamp(""), std::runtime_error);
+    CHECK_THROWS_WITH(keyroute::decode_stamp(std::string_view("\x02", 1)), keyroute_test::contains("unknown stamp version"));
+}
+
+TEST_CASE("bad-input: resequencer sinks must exist and must not call back", "[bad-input][resequencer]") {
+    const auto gap = [](const keyroute::gap_report&) {};
+    CHECK_THROWS_WITH(keyroute::resequencer<int>(keyroute::resequencer_config{}, nullptr, gap),
+                      keyroute_test::contains("on_delivery is empty"));
+    std::unique_ptr<keyroute::resequencer<int>> r;
+    bool threw = false;
+    r = std::make_unique<keyroute::resequencer<int>>(
+        keyroute::resequencer_config{},
+        [&](keyroute::delivery<int>&&) {
+            try {
+                r->flush();
+            } catch (const std::logic_error&) {
+                threw = true;
+            }
+        },
+        gap);
+    (void)r->push("k", keyroute::stamp{}, 1, keyroute::origin{0, 0}, ms(0));
+    CHECK(threw);
+    // restore() needs a fresh resequencer.
+    CHECK_THROWS_AS(r->restore(r->checkpoint()), std::invalid_argument);
+}
