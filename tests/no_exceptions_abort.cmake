@@ -1,0 +1,15 @@
+# Runs PROGRAM (tests/no_exceptions_abort.cpp built with -fno-exceptions) and checks that it ends
+# unsuccessfully with keyroute's configuration message on stderr.
+execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(result EQUAL 0)
+  message(FATAL_ERROR "expected a failure, got exit 0; stdout: ${out}")
+endif()
+set(expected "keyroute: invalid argument: keyroute partitioner: partitions must be in [1, 2147483647], got 0")
+string(FIND "${err}" "${expected}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "stderr lacks the message\n  expected: ${expected}\n  stderr: ${err}")
+endif()
+if(NOT "${out}" STREQUAL "")
+  message(FATAL_ERROR "the program went on after the error: ${out}")
+endif()
+message(STATUS "ended with '${result}' and the message on stderr")
