@@ -421,7 +421,7 @@ private:
     struct slot_state {
         std::atomic<std::uint64_t> seq_word{0};  // episode tag (24 bits) | next sequence (40 bits)
         std::atomic<std::uint64_t> run_word{0};  // partition (32) | window (8) | events left (24)
-        std::atomic<std::uint32_t> pending{0};   // counted here, not yet added to entry::count
+        std::atomic<std::uint64_t> pending{0};   // window (32) | events counted here, not yet in entry::count
     };
 
     /// Per-lane cache of the levels that gate admission and hotness (see levels_of).
@@ -1055,18 +1055,32 @@ private:
 
         // Exact count, flushed to the shared entry every few events so that threads sharing a
         // hot key do not fight over one cache line.
-        const std::uint32_t pending = ss.pending.load(std::memory_order_relaxed) + 1;
+        // The pending count is tagged with its window: events of an earlier window never count
+        // towards this one.
+        constexpr std::uint64_t low = 0xffffffffU;
+        const std::uint64_t window_tag = static_cast<std::uint64_t>(w) << 32U;
+        const auto in_window = [&](std::uint64_t word) -> std::uint32_t {
+            return (word & ~low) == window_tag ? static_cast<std::uint32_t>(word) : 0U;
+        };
+        const std::uint32_t pending = in_window(ss.pending.load(std::memory_order_relaxed)) + 1;
         std::uint64_t counted = 0;
         if (pending >= flush_every) {
-            const std::uint32_t n = ln.shared ? ss.pending.exchange(0, std::memory_order_relaxed) + 1 : pending;
-            if (!ln.shared) ss.pending.store(0, std::memory_order_relaxed);
+            const std::uint32_t n =
+                ln.shared ? in_window(ss.pending.exchange(window_tag, std::memory_order_relaxed)) + 1 : pending;
+            if (!ln.shared) ss.pending.store(window_tag, std::memory_order_relaxed);
             std::int64_t cw = e.count_window.load(std::memory_order_relaxed);
             if (cw != w && e.count_window.compare_exchange_strong(cw, w, std::memory_order_relaxed)) {
                 e.count.store(0, std::memory_order_relaxed);
             }
             counted = e.count.fetch_add(n, std::memory_order_relaxed) + n;
         } else {
-            detail::bump(ss.pending, std::uint32_t{1}, ln.shared);
+            if (!ln.shared) {
+                ss.pending.store(window_tag | pending, std::memory_order_relaxed);
+            } else {
+                std::uint64_t old = ss.pending.load(std::memory_order_relaxed);
+                while (!ss.pending.compare_exchange_weak(old, window_tag | (in_window(old) + 1U), std::memory_order_relaxed)) {
+                }
+            }
             counted = (e.count_window.load(std::memory_order_relaxed) == w ? e.count.load(std::memory_order_relaxed) : 0) +
                       pending;
         }
@@ -1198,7 +1212,11 @@ private:
         const auto tag = static_cast<std::uint64_t>(w) & 0xffU;
         ss.run_word.store((std::uint64_t{p} << 32U) | (tag << 24U) | (m_config.run_length - 1U), std::memory_order_relaxed);
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
-        m_run_load[parity * m_n + p].fetch_add(m_config.run_length, std::memory_order_relaxed);
+        std::atomic<std::uint32_t>& runs = m_run_load[parity * m_n + p];
+        std::uint32_t old = runs.load(std::memory_order_relaxed);
+        while (!runs.compare_exchange_weak(old, old > 0xffffffffU - m_config.run_length ? 0xffffffffU : old + m_config.run_length,
+                                           std::memory_order_relaxed)) {
+        }
     }
 
     /// A planned key's next run: the least-loaded available partition among its plan's pieces
@@ -1263,7 +1281,7 @@ private:
 
     void count(lane& ln, std::int64_t w, const route_decision& d) noexcept {
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
-        detail::bump(lane_load(ln)[parity * m_n + d.partition], std::uint32_t{1}, ln.shared);
+        detail::bump_saturating(lane_load(ln)[parity * m_n + d.partition], ln.shared);
         detail::bump(ln.window_events[parity], std::uint64_t{1}, ln.shared);
         if (d.salted) detail::bump(ln.window_salted[parity], std::uint64_t{1}, ln.shared);
         detail::bump(ln.routed, std::uint64_t{1}, ln.shared);

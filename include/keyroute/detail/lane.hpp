@@ -23,6 +23,18 @@ inline void bump(std::atomic<T>& counter, T n, bool shared) noexcept {
     }
 }
 
+/// Adds one to a 32-bit per-window counter, stopping at 2^32 - 1: a partition that received
+/// more events than that in one window reads as full, never as empty.
+inline void bump_saturating(std::atomic<std::uint32_t>& counter, bool shared) noexcept {
+    std::uint32_t v = counter.load(std::memory_order_relaxed);
+    if (!shared) {
+        if (v != 0xffffffffU) counter.store(v + 1, std::memory_order_relaxed);
+        return;
+    }
+    while (v != 0xffffffffU && !counter.compare_exchange_weak(v, v + 1, std::memory_order_relaxed)) {
+    }
+}
+
 /// The per-thread cache that maps a router instance to the lane this thread claimed in it.
 /// It holds no state of any router, only lane numbers; a thread that uses more routers than
 /// entries claims again (and may fall back to the shared lane).
