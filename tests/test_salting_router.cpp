@@ -65,6 +65,8 @@ TEST_CASE("bad configuration is refused, naming the field", "[router][config]") 
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
     c.window = std::chrono::milliseconds(-5);
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("-5"));
+    c.window = std::chrono::hours(24 * 367);  // its length in nanoseconds must stay far from int64's end
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
     c = config(8);
     c.auto_fraction = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
@@ -201,6 +203,11 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
     run(start, 5000);  // back to "now": late events again, the window stays
     CHECK(router.stats().window == w + 365LL * 24 * 60);
     run(-120000, 100);  // before the epoch: floor division, still fine
+    // The ends of the clock's range: no overflow computing a window's bounds.
+    for (const auto t : {time_point::max(), time_point::min(), time_point::max() - std::chrono::seconds(1)}) {
+        REQUIRE(router.route("edge", t) < 16U);
+        ++routed;
+    }
     const auto s = router.stats();
     CHECK(s.routed == routed);
     CHECK(s.salted > 0);

@@ -465,6 +465,9 @@ private:
         if (c.partitions == 0) fail("partitions must be at least 1, got 0");
         if (c.partitions > 0xffffffffULL) fail("partitions must be below 2^32, got " + std::to_string(c.partitions));
         if (c.window.count() <= 0) fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
+        if (c.window > std::chrono::hours(24 * 366)) {
+            fail("window must be at most a year (31,622,400,000 ms), got " + std::to_string(c.window.count()) + " ms");
+        }
         if (!(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0)) {
             fail("auto_fraction must be in (0, 1], got " + std::to_string(c.auto_fraction));
         }
@@ -497,10 +500,16 @@ private:
 
     /// Caches window w's bounds, in clock ticks, in the lane.
     void cache_window(lane& ln, std::int64_t w) const noexcept {
-        const auto len = std::chrono::duration_cast<typename Clock::duration>(m_config.window).count();
-        const auto lo = static_cast<std::int64_t>(len) * w;
+        const auto len = static_cast<std::int64_t>(
+            std::chrono::duration_cast<typename Clock::duration>(m_config.window).count());
+        std::int64_t lo = 0;
+        std::int64_t hi = 0;
+        if (__builtin_mul_overflow(len, w, &lo) || __builtin_add_overflow(lo, len, &hi)) {
+            lo = 1;  // a window at the ends of the clock's range: an empty cache, computed each time
+            hi = 0;
+        }
         ln.win_lo.store(lo, std::memory_order_relaxed);
-        ln.win_hi.store(lo + static_cast<std::int64_t>(len), std::memory_order_relaxed);
+        ln.win_hi.store(hi, std::memory_order_relaxed);
         ln.win_index.store(w, std::memory_order_relaxed);
     }
 
