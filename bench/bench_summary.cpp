@@ -3,8 +3,12 @@
 //
 //   bench_summary partitioners.json router.json
 //
-// Benchmark names are "<group>/<scheme>/<key bytes>/real_time/threads:<n>"; times are per event
-// per core: 1e9 * threads / items_per_second nanoseconds.
+// Benchmark names are "<group>/<scheme>/<key bytes>/real_time/threads:<n>". Two times per event:
+// CPU time (Google Benchmark's cpu_time: all threads' CPU seconds / all events), which time
+// slices taken by other processes do not inflate, and wall-clock time per event per core
+// (1e9 * threads / items_per_second). The tables and targets use CPU time; the scaling table
+// shows both, because on a machine shared with other jobs the wall-clock figure mostly measures
+// how much of the second core the other jobs left.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -109,8 +113,8 @@ private:
 };
 
 struct result {
-    double ns_per_core = 0;  // nanoseconds per event per core
-    double salted = -1;
+    double cpu_ns = 0;   // CPU nanoseconds per event
+    double wall_ns = 0;  // wall-clock nanoseconds per event per core
 };
 
 // (group/scheme, size, threads) -> median result
@@ -137,8 +141,10 @@ auto load(const char* path, table& t) -> bool {
         const std::string& last = parts.back();
         const int threads = last.rfind("threads:", 0) == 0 ? std::atoi(last.c_str() + 8) : 1;
         result r;
-        r.ns_per_core = 1e9 * threads / std::strtod(o.at("items_per_second").c_str(), nullptr);
-        if (o.count("salted") != 0) r.salted = std::strtod(o.at("salted").c_str(), nullptr);
+        r.wall_ns = 1e9 * threads / std::strtod(o.at("items_per_second").c_str(), nullptr);
+        const std::string unit = o.count("time_unit") != 0 ? o.at("time_unit") : "ns";
+        const double scale = unit == "us" ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : 1.0;
+        r.cpu_ns = std::strtod(o.at("cpu_time").c_str(), nullptr) * scale;
         t[{parts[0] + "/" + parts[1], size, threads}] = r;
     }
     return true;
@@ -172,7 +178,7 @@ void header(const char* first) {
 
 // ns per event at 1 thread, with the ratio to `base` (same size) in parentheses.
 void time_table(const table& t, const std::vector<std::string>& names, const std::string& base) {
-    header("scheme (ns per event, 1 thread; x = time / baseline)");
+    header("scheme (CPU ns per event, 1 thread; x = time / baseline)");
     for (const std::string& n : names) {
         std::printf("| %s |", n.c_str());
         for (const int s : sizes) {
@@ -181,18 +187,19 @@ void time_table(const table& t, const std::vector<std::string>& names, const std
             if (r == nullptr) {
                 std::printf(" - |");
             } else if (b == nullptr || n == base) {
-                std::printf(" %.1f |", r->ns_per_core);
+                std::printf(" %.1f |", r->cpu_ns);
             } else {
-                std::printf(" %.1f (%.2fx) |", r->ns_per_core, r->ns_per_core / b->ns_per_core);
+                std::printf(" %.1f (%.2fx) |", r->cpu_ns, r->cpu_ns / b->cpu_ns);
             }
         }
         std::printf("\n");
     }
 }
 
-// Per-core throughput at 2 threads as a share of 1 thread's: t1 / t2 per core.
+// Per-core throughput at 2 threads as a share of 1 thread's (t1 / t2 per core): by CPU time,
+// then by wall-clock time.
 void scaling_table(const table& t, const std::vector<std::string>& names) {
-    header("scheme (per-core throughput, 2 threads / 1 thread)");
+    header("scheme (2 threads' per-core throughput / 1 thread's: CPU time, wall clock)");
     for (const std::string& n : names) {
         std::printf("| %s |", n.c_str());
         for (const int s : sizes) {
@@ -201,7 +208,7 @@ void scaling_table(const table& t, const std::vector<std::string>& names) {
             if (r1 == nullptr || r2 == nullptr) {
                 std::printf(" - |");
             } else {
-                std::printf(" %.0f%% |", 100 * r1->ns_per_core / r2->ns_per_core);
+                std::printf(" %.0f%%, %.0f%% |", 100 * r1->cpu_ns / r2->cpu_ns, 100 * r1->wall_ns / r2->wall_ns);
             }
         }
         std::printf("\n");
@@ -252,14 +259,14 @@ int main(int argc, char** argv) {
                     const result* r = get(t, n, s, th);
                     const result* b = get(t, "static/xxh3_alone", s, th);
                     if (r != nullptr && b != nullptr) {
-                        consider(w, r->ns_per_core / b->ns_per_core,
+                        consider(w, r->cpu_ns / b->cpu_ns,
                                  n + " " + std::to_string(s) + " B, " + std::to_string(th) + " thread(s)");
                     }
                 }
             }
         }
         char line[512];
-        std::snprintf(line, sizeof line, "static partitioners (XXH3-based) within 1.3x XXH3 alone: %s, worst %.2fx (%s)",
+        std::snprintf(line, sizeof line, "static partitioners (XXH3-based), CPU time within 1.3x XXH3 alone: %s, worst %.2fx (%s)",
                       w.ratio <= 1.3 ? "MET" : "MISSED", w.ratio, w.where.c_str());
         targets.emplace_back(line);
         worst k;
@@ -268,7 +275,7 @@ int main(int argc, char** argv) {
                 const result* r = get(t, "static/kafka_partitioner", s, th);
                 const result* b = get(t, "librdkafka/murmur2", s, th);
                 if (r != nullptr && b != nullptr) {
-                    consider(k, r->ns_per_core / b->ns_per_core,
+                    consider(k, r->cpu_ns / b->cpu_ns,
                              std::to_string(s) + " B, " + std::to_string(th) + " thread(s)");
                 }
             }
@@ -284,6 +291,8 @@ int main(int argc, char** argv) {
     worst router_cost;
     double worst_scaling = 10;
     std::string worst_scaling_where;
+    double worst_wall_scaling = 10;
+    std::string worst_wall_where;
     for (const char* trace : {"zipf", "tenant90", "uniform"}) {
         const auto names = names_with_prefix(t, std::string(trace) + "/");
         if (names.empty()) continue;
@@ -305,7 +314,7 @@ int main(int argc, char** argv) {
             const result* seed = get(t, std::string(trace) + "/seed_router_md5", s, 1);
             const result* kr = get(t, std::string(trace) + "/keyroute_route_now", s, 1);
             if (seed != nullptr && kr != nullptr) {
-                std::printf(" %.1fx |", seed->ns_per_core / kr->ns_per_core);
+                std::printf(" %.1fx |", seed->cpu_ns / kr->cpu_ns);
             } else {
                 std::printf(" - |");
             }
@@ -318,23 +327,33 @@ int main(int argc, char** argv) {
                 const result* r2 = get(t, n, s, 2);
                 const result* b = get(t, std::string(trace) + "/xxh3_alone", s, 1);
                 if (r1 != nullptr && b != nullptr) {
-                    consider(router_cost, r1->ns_per_core / b->ns_per_core, n + " " + std::to_string(s) + " B");
+                    consider(router_cost, r1->cpu_ns / b->cpu_ns, n + " " + std::to_string(s) + " B");
                 }
-                if (r1 != nullptr && r2 != nullptr && r1->ns_per_core / r2->ns_per_core < worst_scaling) {
-                    worst_scaling = r1->ns_per_core / r2->ns_per_core;
-                    worst_scaling_where = n + " " + std::to_string(s) + " B";
+                if (r1 != nullptr && r2 != nullptr) {
+                    if (r1->cpu_ns / r2->cpu_ns < worst_scaling) {
+                        worst_scaling = r1->cpu_ns / r2->cpu_ns;
+                        worst_scaling_where = n + " " + std::to_string(s) + " B";
+                    }
+                    if (r1->wall_ns / r2->wall_ns < worst_wall_scaling) {
+                        worst_wall_scaling = r1->wall_ns / r2->wall_ns;
+                        worst_wall_where = n + " " + std::to_string(s) + " B";
+                    }
                 }
             }
         }
     }
     if (any_router) {
         char line[512];
-        std::snprintf(line, sizeof line, "router within 3x XXH3 alone (1 thread): %s, worst %.2fx (%s)",
+        std::snprintf(line, sizeof line, "router, CPU time within 3x XXH3 alone (1 thread): %s, worst %.2fx (%s)",
                       router_cost.ratio <= 3 ? "MET" : "MISSED", router_cost.ratio, router_cost.where.c_str());
         targets.emplace_back(line);
         std::snprintf(line, sizeof line,
-                      "router, 2 threads at >= 80%% of 1 thread's per-core throughput: %s, worst %.0f%% (%s)",
+                      "router, 2 threads at >= 80%% of 1 thread's per-core throughput, by CPU time: %s, worst %.0f%% (%s)",
                       worst_scaling >= 0.8 ? "MET" : "MISSED", 100 * worst_scaling, worst_scaling_where.c_str());
+        targets.emplace_back(line);
+        std::snprintf(line, sizeof line,
+                      "the same by wall clock (includes time other processes took): %s, worst %.0f%% (%s)",
+                      worst_wall_scaling >= 0.8 ? "MET" : "MISSED", 100 * worst_wall_scaling, worst_wall_where.c_str());
         targets.emplace_back(line);
     }
     std::printf("### Targets\n\n");
