@@ -68,12 +68,14 @@ void run(const scenario& sc, std::chrono::milliseconds duration, std::vector<tal
     std::atomic<bool> stop{false};
     out.assign(routing_threads, tally{});
     std::vector<std::thread> threads;
+    threads.reserve(routing_threads + toggling_threads);
     for (int t = 0; t < routing_threads; ++t) {
         threads.emplace_back([&, t] {
             tally& mine = out[static_cast<std::size_t>(t)];
             std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 1);
             // 5000 cold keys per thread, each far below the threshold per window; three hot keys.
             std::vector<std::string> cold;
+            cold.reserve(5000);
             for (int i = 0; i < 5000; ++i) cold.push_back("cold-" + std::to_string(t) + "-" + std::to_string(i));
             const std::string hot[3] = {"tenant-a", "tenant-b", "tenant-c"};
             std::uint64_t i = 0;

@@ -144,15 +144,15 @@ void check_java_suffix(std::string_view key) {
 }
 
 void check_jump(std::uint64_t n, std::string_view key) {
-    using P = keyroute::jump_partitioner<>;
-    const bool bad = n == 0 || n > P::max_partitions;
-    const auto p = construct(bad, [&] { return P(n); });
+    using partitioner = keyroute::jump_partitioner<>;
+    const bool bad = n == 0 || n > partitioner::max_partitions;
+    const auto p = construct(bad, [&] { return partitioner(n); });
     if (!p) return;
     const std::uint32_t r = p->route(key);
     FUZZ_REQUIRE(r < n);
     FUZZ_REQUIRE(r == keyroute::jump_consistent_hash(p->hash(key), static_cast<std::uint32_t>(n)));
     // Growing by one moves a key only to the new partition.
-    if (n < P::max_partitions) {
+    if (n < partitioner::max_partitions) {
         const std::uint32_t grown =
             keyroute::jump_consistent_hash(p->hash(key), static_cast<std::uint32_t>(n + 1));
         FUZZ_REQUIRE(grown == r || grown == n);
@@ -165,10 +165,10 @@ void check_jump(std::uint64_t n, std::string_view key) {
 }
 
 void check_key_group(input& in, std::uint64_t n, std::string_view key) {
-    using P = keyroute::key_group_partitioner<>;
+    using partitioner = keyroute::key_group_partitioner<>;
     std::uint64_t groups = in.byte() % 4U == 0 ? in.u64(8) : in.u64(2);
-    const bool bad = groups == 0 || groups > P::max_partitions || n == 0 || n > groups;
-    const auto p = construct(bad, [&] { return P(n, groups); });
+    const bool bad = groups == 0 || groups > partitioner::max_partitions || n == 0 || n > groups;
+    const auto p = construct(bad, [&] { return partitioner(n, groups); });
     if (!p) return;
     const std::uint32_t g = p->key_group(key);
     FUZZ_REQUIRE(g < groups);
@@ -181,11 +181,11 @@ void check_key_group(input& in, std::uint64_t n, std::string_view key) {
 }
 
 void check_rendezvous(input& in, std::uint64_t n, std::string_view key) {
-    using P = keyroute::rendezvous_partitioner<>;
+    using partitioner = keyroute::rendezvous_partitioner<>;
     // The O(n) table is built only for small counts; large ones exercise the refusal.
-    if (n == 0 || n > P::max_partitions || n <= 512) {
-        const bool bad = n == 0 || n > P::max_partitions;
-        const auto p = construct(bad, [&] { return P(n); });
+    if (n == 0 || n > partitioner::max_partitions || n <= 512) {
+        const bool bad = n == 0 || n > partitioner::max_partitions;
+        const auto p = construct(bad, [&] { return partitioner(n); });
         if (p) FUZZ_REQUIRE(p->route(key) < n);
     }
     // Explicit ids and weights, possibly duplicated, zero, negative or not finite.
@@ -207,7 +207,7 @@ void check_rendezvous(input& in, std::uint64_t n, std::string_view key) {
             weights.push_back(w);
         }
     }
-    const auto p = construct(bad, [&] { return P(ids, weights); });
+    const auto p = construct(bad, [&] { return partitioner(ids, weights); });
     if (!p) return;
     const std::uint32_t r = p->route(key);
     bool found = false;
@@ -217,13 +217,13 @@ void check_rendezvous(input& in, std::uint64_t n, std::string_view key) {
 }
 
 void check_maglev(input& in, std::uint64_t n, std::string_view key) {
-    using P = keyroute::maglev_partitioner<>;
+    using partitioner = keyroute::maglev_partitioner<>;
     // Small tables keep each input fast; a non-prime or out-of-range size must be refused.
     const std::uint64_t table = in.byte() % 8U == 0 ? in.u64(8) : in.u64(1) * 8 + in.byte() % 8U;
-    const bool table_ok = table >= 2 && table <= P::max_table_size && keyroute::detail::is_prime(table);
+    const bool table_ok = table >= 2 && table <= partitioner::max_table_size && keyroute::detail::is_prime(table);
     if (table_ok && table > 4099) return;
     const bool bad = !table_ok || n == 0 || n > table;
-    const auto p = construct(bad, [&] { return P(n, table); });
+    const auto p = construct(bad, [&] { return partitioner(n, table); });
     if (!p) return;
     const std::uint32_t r = p->route(key);
     FUZZ_REQUIRE(r < n);

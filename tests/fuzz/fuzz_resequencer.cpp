@@ -133,7 +133,7 @@ struct model {
         FUZZ_REQUIRE(r->held_bytes() <= config.max_bytes);
     }
 
-    void on_delivery(keyroute::delivery<event>&& d) {
+    void on_delivery(const keyroute::delivery<event>& d) {
         if (trace) {
             std::fprintf(stderr, "  deliver #%u order %d\n", d.event.id, static_cast<int>(d.order));
         }
@@ -214,7 +214,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     model m;
     m.config = fuzzed_config(in);
     keyroute::resequencer<event, event_size> r(
-        m.config, [&](keyroute::delivery<event>&& d) { m.on_delivery(std::move(d)); },
+        m.config, [&](keyroute::delivery<event>&& d) { m.on_delivery(d); },
         [&](const keyroute::gap_report& g) { m.on_gap(g); });
     m.r = &r;
 
@@ -222,7 +222,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<std::int64_t> next_offset(partitions, 0);
     std::vector<std::int64_t> accepted_max(partitions, -1);
     std::vector<std::vector<std::uint32_t>> log(partitions);  // event ids by offset
-    std::int64_t now = static_cast<std::int64_t>(in.u64(2));
+    auto now = static_cast<std::int64_t>(in.u64(2));
     std::uint64_t forgotten = 0;
     // After every call: an episode forgotten (idle past episode_ttl or max_idle_episodes) starts
     // afresh if its stamps come again, so what was accounted for it no longer holds.
@@ -235,9 +235,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         m.check_bound();
     };
 
-    const auto push = [&](pushed p) {
+    const auto push = [&](const pushed& event_in) {
         const auto id = static_cast<std::uint32_t>(m.pushes.size());
-        m.pushes.push_back(p);
+        m.pushes.push_back(event_in);  // may reallocate: use the copy from here on
+        const pushed p = m.pushes.back();
         m.outcome.push_back(0);
         m.delivered.push_back(0);
         if (m.trace) {
