@@ -1061,6 +1061,13 @@ private:
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
         const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
+        const std::uint64_t episode_tag = (episode & 0xffffffU) << seq_bits;
+        if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
+            // The lane's first event of this episode (the slot may have held another key): it
+            // starts from nothing pending and no run.
+            ss.pending.store(0, std::memory_order_relaxed);
+            ss.run_word.store(0, std::memory_order_relaxed);
+        }
 
         // Exact count, flushed to the shared entry every few events so that threads sharing a
         // hot key do not fight over one cache line.
@@ -1117,7 +1124,7 @@ private:
         }
 
         // The stamp: (producer, lane, episode, sequence), the sequence restarting with each episode.
-        const std::uint64_t tag = (episode & 0xffffffU) << seq_bits;
+        const std::uint64_t tag = episode_tag;
         std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
         std::uint64_t seq = 0;
         for (;;) {
