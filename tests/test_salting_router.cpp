@@ -344,3 +344,19 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     CHECK(s.salted > 0);
     CHECK(cold_moved == std::vector<std::uint64_t>(3, 0));
 }
+
+TEST_CASE("more partitions than plans are kept for: placed by load", "[router][large]") {
+    // Above 16384 partitions the router keeps no fill order and no rollover plans.
+    keyroute::salting_router<> router(config(20000, 50));
+    const keyroute::hash_partitioner<> base(20000);
+    std::set<std::uint32_t> hot_parts;
+    for (int i = 0; i < 40000; ++i) {
+        const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string(i % 1000);
+        const auto d = router.decide(key, at(i * 5));  // 200 s: four windows
+        REQUIRE(d.partition < 20000U);
+        if (key != "hot") REQUIRE(d.partition == base.route(key));
+        if (d.salted) hot_parts.insert(d.partition);
+    }
+    CHECK(hot_parts.size() > 1);
+    CHECK(router.stats().routed == 40000U);
+}

@@ -1191,8 +1191,8 @@ private:
                                           static_cast<double>(pt));
         }
         spread = std::clamp(spread, share, 1.0);
-        const std::atomic<std::uint32_t>* fill = m_fill.get() + parity * m_n;
-        const bool ordered = m_fill_window[parity].load(std::memory_order_acquire) == w;
+        const bool ordered = m_fill && m_fill_window[parity].load(std::memory_order_acquire) == w;
+        const std::atomic<std::uint32_t>* fill = ordered ? m_fill.get() + parity * m_n : nullptr;
         const std::uint32_t low = ordered ? std::max<std::uint32_t>(1, m_fill_low[parity].load(std::memory_order_relaxed)) : m_n;
         const double n = static_cast<double>(m_n);
         const double need = std::max(1.25 * share * n, static_cast<double>(low) * share / spread);
