@@ -5,8 +5,7 @@
 // - a decision that is not salted stays home (failover off) or goes home or to an available
 //   partition (failover on);
 // - with an absolute threshold, a key is salted only after more than `threshold` of its events
-//   in the window (less a known carry-over, see pending_carry); with a threshold above the
-//   number of calls nothing is ever salted;
+//   in the window; with a threshold above the number of calls nothing is ever salted;
 // - stats().routed equals the number of calls, salted and stamped never exceed it;
 // - a bad configuration throws std::invalid_argument and nothing else.
 // Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_router tests/fuzz/corpus/router
@@ -64,12 +63,6 @@ void require_at(bool ok, const char* what, int line) {
 using router_type = keyroute::salting_router<keyroute::kafka_partitioner>;
 using clock_type = std::chrono::system_clock;
 
-// Known defect (reported; tests/test_bad_input.cpp, "a key that takes over a tracked slot starts
-// from its own count"): a lane's pending count of a tracked slot (up to 15 events, flushed every
-// 16) is tagged with the window but not the key, so a key that takes over a candidate's slot in
-// the same window inherits it. Until that is fixed the check allows this carry-over (one lane).
-constexpr std::uint64_t pending_carry = 15;
-
 constexpr std::int64_t hour_ms = 3600LL * 1000;
 constexpr std::int64_t year_ms = 365LL * 24 * hour_ms;
 // system_clock counts nanoseconds in 64 bits: keep event times within +-200 years of the epoch.
@@ -82,8 +75,7 @@ auto fuzzed_config(input& in, bool& bad) -> keyroute::salting_config {
     // Zero and counts beyond kafka's 2^31-1 are refused. (Valid huge counts are left out: the
     // router's memory grows linearly with the count, see docs/bad-input.md.)
     if (shape % 16U == 0) c.partitions = in.byte() % 2U == 0 ? 0 : 0x80000000ULL + (in.u64(8) >> 1U);
-    // Counts above 16384 (no fill order) are left out until the router stops forming
-    // `m_fill.get() + parity * m_n` from a null m_fill there (UBSan: pointer overflow; reported).
+    if (shape % 64U == 1) c.partitions = 16385 + in.u64(1);  // beyond the ordered-fill path
     switch (in.byte() % 4U) {
     case 0: c.threshold = 0; break;
     case 1: c.threshold = 1 + in.byte() % 64U; break;
@@ -214,9 +206,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (d.salted) {
                 ++salted;
                 FUZZ_REQUIRE(bool(d.stamp) && d.stamp.salted);
-                // Exact counts gate salting: more than `threshold` events of the key this window,
-                // less what a lane may carry over (see pending_carry).
-                if (config.threshold != 0) FUZZ_REQUIRE(seen + pending_carry > config.threshold);
+                // Exact counts gate salting: more than `threshold` events of the key this window.
+                if (config.threshold != 0) FUZZ_REQUIRE(seen > config.threshold);
             } else if (!config.failover_cold_keys) {
                 FUZZ_REQUIRE(d.partition == d.home);
             } else if (d.partition != d.home) {
