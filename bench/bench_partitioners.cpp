@@ -61,10 +61,16 @@ void sizes(benchmark::internal::Benchmark* b) {
 using xxh3_modulo = keyroute::hash_partitioner<keyroute::xxh3, keyroute::modulo_reduction>;
 using xxh3_fastrange = keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction>;
 BENCHMARK(BM_xxh3_alone)->Name("static/xxh3_alone")->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<>)->Name("static/hash_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<>)
+    ->Name("static/hash_partitioner")
+    ->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_route, xxh3_modulo)->Name("static/hash_partitioner_modulo")->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, xxh3_fastrange)->Name("static/hash_partitioner_fastrange")->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::kafka_partitioner)->Name("static/kafka_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, xxh3_fastrange)
+    ->Name("static/hash_partitioner_fastrange")
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::kafka_partitioner)
+    ->Name("static/kafka_partitioner")
+    ->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_route, keyroute::rdkafka_consistent_partitioner)
     ->Name("static/rdkafka_consistent_partitioner")
     ->Apply(sizes);
@@ -78,8 +84,12 @@ BENCHMARK_TEMPLATE(BM_route, keyroute::pulsar_murmur3_partitioner)
     ->Name("static/pulsar_murmur3_partitioner")
     ->Apply(sizes);
 // The resize-friendly partitioners at the same 100 partitions (bench_resize varies the count).
-BENCHMARK_TEMPLATE(BM_route, keyroute::jump_partitioner<>)->Name("resize/jump_partitioner")->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, keyroute::maglev_partitioner<>)->Name("resize/maglev_partitioner")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::jump_partitioner<>)
+    ->Name("resize/jump_partitioner")
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, keyroute::maglev_partitioner<>)
+    ->Name("resize/maglev_partitioner")
+    ->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_route, keyroute::key_group_partitioner<>)
     ->Name("resize/key_group_partitioner")
     ->Apply(sizes);
@@ -87,11 +97,15 @@ BENCHMARK_TEMPLATE(BM_route, keyroute::rendezvous_partitioner<>)
     ->Name("resize/rendezvous_partitioner")
     ->Apply(sizes);
 #ifdef KEYROUTE_BENCH_RDKAFKA
-BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_murmur2)->Name("librdkafka/murmur2")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_murmur2)
+    ->Name("librdkafka/murmur2")
+    ->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_consistent)
     ->Name("librdkafka/consistent")
     ->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_fnv1a)->Name("librdkafka/fnv1a")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_rdkafka, &rd_kafka_msg_partitioner_fnv1a)
+    ->Name("librdkafka/fnv1a")
+    ->Apply(sizes);
 #endif
 
 BENCHMARK_MAIN();

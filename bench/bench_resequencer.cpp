@@ -155,7 +155,8 @@ void BM_resequencer(benchmark::State& state, int kind) {
         held += r.stats().held;
     }
     benchmark::DoNotOptimize(delivered);
-    const auto events = static_cast<double>(state.iterations()) * static_cast<double>(w.reads.size());
+    const auto events =
+        static_cast<double>(state.iterations()) * static_cast<double>(w.reads.size());
     state.SetItemsProcessed(static_cast<std::int64_t>(events));
     state.counters["held"] = static_cast<double>(held) / events;
     state.counters["max_held"] = static_cast<double>(max_held);

@@ -51,7 +51,8 @@ void BM_rendezvous_weighted(benchmark::State& state) {
 
 void BM_maglev(benchmark::State& state) {
     const std::uint32_t n = count(state);
-    run(state, keyroute::maglev_partitioner<>(n, keyroute::maglev_partitioner<>::table_size_for(n)));
+    run(state,
+        keyroute::maglev_partitioner<>(n, keyroute::maglev_partitioner<>::table_size_for(n)));
 }
 
 void BM_key_group(benchmark::State& state) {

@@ -36,12 +36,9 @@ enum class trace_kind { zipf, tenant90, uniform };
 
 auto trace_name(trace_kind kind) -> const char* {
     switch (kind) {
-    case trace_kind::zipf:
-        return "zipf";
-    case trace_kind::tenant90:
-        return "tenant90";
-    default:
-        return "uniform";
+    case trace_kind::zipf: return "zipf";
+    case trace_kind::tenant90: return "tenant90";
+    default: return "uniform";
     }
 }
 
@@ -59,8 +56,8 @@ struct trace {
     trace_kind kind{};
     std::size_t size = 0;
     std::uint32_t partitions = 0;
-    std::vector<std::string> universe;      // every key, `size` bytes each
-    std::vector<std::string_view> events;   // trace_events keys into `universe`
+    std::vector<std::string> universe;     // every key, `size` bytes each
+    std::vector<std::string_view> events;  // trace_events keys into `universe`
 };
 
 /// The trace for (kind, size); one is kept, rebuilt when another is asked for. Called by thread
@@ -68,9 +65,10 @@ struct trace {
 auto get_trace(trace_kind kind, std::size_t size) -> const trace& {
     static trace cached;
     if (cached.size == size && cached.kind == kind && !cached.events.empty()) return cached;
-    const keyroute_bench::workload wl = kind == trace_kind::zipf      ? keyroute_bench::zipf(1.0, 100000, 64)
-                                        : kind == trace_kind::tenant90 ? keyroute_bench::tenant90()
-                                                                        : keyroute_bench::zipf(0.0, 100000, 64);
+    const keyroute_bench::workload wl =
+        kind == trace_kind::zipf       ? keyroute_bench::zipf(1.0, 100000, 64)
+        : kind == trace_kind::tenant90 ? keyroute_bench::tenant90()
+                                       : keyroute_bench::zipf(0.0, 100000, 64);
     cached = trace{};
     cached.kind = kind;
     cached.size = size;
@@ -99,16 +97,11 @@ enum class scheme { xxh3_alone, hash_partitioner, route_now, route_clock, seed }
 
 auto scheme_name(scheme s) -> const char* {
     switch (s) {
-    case scheme::xxh3_alone:
-        return "xxh3_alone";
-    case scheme::hash_partitioner:
-        return "hash_partitioner";
-    case scheme::route_now:
-        return "keyroute_route_now";
-    case scheme::route_clock:
-        return "keyroute_route_clock";
-    default:
-        return "seed_router_md5";
+    case scheme::xxh3_alone: return "xxh3_alone";
+    case scheme::hash_partitioner: return "hash_partitioner";
+    case scheme::route_now: return "keyroute_route_now";
+    case scheme::route_clock: return "keyroute_route_clock";
+    default: return "seed_router_md5";
     }
 }
 
@@ -127,12 +120,13 @@ void run(benchmark::State& state, trace_kind kind, std::size_t size) {
         }
         // The seed's absolute threshold: a tenth of the per-partition mean per minute.
         if constexpr (S == scheme::seed) {
-            g_seed = std::make_unique<keyroute_bench::seed_router>(partitions, trace_events / partitions / 10);
+            g_seed = std::make_unique<keyroute_bench::seed_router>(partitions,
+                                                                   trace_events / partitions / 10);
         }
     }
     const auto threads = static_cast<long>(state.threads());
-    const clock_type::duration step =
-        std::chrono::duration_cast<clock_type::duration>(window) * threads / static_cast<long>(trace_events);
+    const clock_type::duration step = std::chrono::duration_cast<clock_type::duration>(window) *
+                                      threads / static_cast<long>(trace_events);
     const keyroute::hash_partitioner<> base(partitions);
     // Each thread walks the trace from its own offset. Nothing shared is read before the loop:
     // its start barrier is what publishes thread 0's setup.
@@ -150,7 +144,8 @@ void run(benchmark::State& state, trace_kind kind, std::size_t size) {
             benchmark::DoNotOptimize(g_router->route(key));
         } else {
             const auto seconds =
-                std::chrono::duration_cast<std::chrono::seconds>((t0 + step * n).time_since_epoch()).count();
+                std::chrono::duration_cast<std::chrono::seconds>((t0 + step * n).time_since_epoch())
+                    .count();
             if (threads > 1) {
                 const std::lock_guard<std::mutex> lock(g_seed_mutex);
                 benchmark::DoNotOptimize(g_seed->route(key, seconds));
@@ -168,7 +163,8 @@ void run(benchmark::State& state, trace_kind kind, std::size_t size) {
         if (g_router) {
             const auto st = g_router->stats();
             state.counters["salted"] =
-                st.routed == 0 ? 0.0 : static_cast<double>(st.salted) / static_cast<double>(st.routed);
+                st.routed == 0 ? 0.0
+                               : static_cast<double>(st.salted) / static_cast<double>(st.routed);
         }
         g_router.reset();
         g_seed.reset();
@@ -177,10 +173,12 @@ void run(benchmark::State& state, trace_kind kind, std::size_t size) {
 
 template <scheme S>
 void register_scheme(trace_kind kind, std::size_t size) {
-    const std::string name = std::string(trace_name(kind)) + "/" + scheme_name(S) + "/" + std::to_string(size);
-    benchmark::RegisterBenchmark(name.c_str(), [kind, size](benchmark::State& state) {
-        run<S>(state, kind, size);
-    })->ThreadRange(1, 2)->UseRealTime();
+    const std::string name =
+        std::string(trace_name(kind)) + "/" + scheme_name(S) + "/" + std::to_string(size);
+    benchmark::RegisterBenchmark(
+        name.c_str(), [kind, size](benchmark::State& state) { run<S>(state, kind, size); })
+        ->ThreadRange(1, 2)
+        ->UseRealTime();
 }
 
 }  // namespace
@@ -188,7 +186,8 @@ void register_scheme(trace_kind kind, std::size_t size) {
 int main(int argc, char** argv) {
     // Registered trace by trace and size by size, so each trace is generated once.
     for (const trace_kind kind : {trace_kind::zipf, trace_kind::tenant90, trace_kind::uniform}) {
-        for (const std::size_t size : {std::size_t{8}, std::size_t{16}, std::size_t{36}, std::size_t{128}, std::size_t{1024}}) {
+        for (const std::size_t size : {std::size_t{8}, std::size_t{16}, std::size_t{36},
+                                       std::size_t{128}, std::size_t{1024}}) {
             register_scheme<scheme::xxh3_alone>(kind, size);
             register_scheme<scheme::hash_partitioner>(kind, size);
             register_scheme<scheme::route_now>(kind, size);

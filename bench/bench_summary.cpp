@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -161,7 +161,8 @@ auto names_with_prefix(const table& t, const std::string& prefix) -> std::vector
     std::vector<std::string> names;
     for (const auto& [key, r] : t) {
         const std::string& name = std::get<0>(key);
-        if (name.rfind(prefix, 0) == 0 && std::find(names.begin(), names.end(), name) == names.end()) {
+        if (name.rfind(prefix, 0) == 0 &&
+            std::find(names.begin(), names.end(), name) == names.end()) {
             names.push_back(name);
         }
     }
@@ -208,7 +209,8 @@ void scaling_table(const table& t, const std::vector<std::string>& names) {
             if (r1 == nullptr || r2 == nullptr) {
                 std::printf(" - |");
             } else {
-                std::printf(" %.0f%%, %.0f%% |", 100 * r1->cpu_ns / r2->cpu_ns, 100 * r1->wall_ns / r2->wall_ns);
+                std::printf(" %.0f%%, %.0f%% |", 100 * r1->cpu_ns / r2->cpu_ns,
+                            100 * r1->wall_ns / r2->wall_ns);
             }
         }
         std::printf("\n");
@@ -250,7 +252,8 @@ int main(int argc, char** argv) {
         std::printf("\n");
         scaling_table(t, all);
         std::printf("\n");
-        // Targets: XXH3-based partitioners within 1.3x XXH3 alone; kafka at least librdkafka's speed.
+        // Targets: XXH3-based partitioners within 1.3x XXH3 alone; kafka at least librdkafka's
+        // speed.
         worst w;
         for (const auto& n : statics) {
             if (n.find("hash_partitioner") == std::string::npos) continue;
@@ -260,13 +263,16 @@ int main(int argc, char** argv) {
                     const result* b = get(t, "static/xxh3_alone", s, th);
                     if (r != nullptr && b != nullptr) {
                         consider(w, r->cpu_ns / b->cpu_ns,
-                                 n + " " + std::to_string(s) + " B, " + std::to_string(th) + " thread(s)");
+                                 n + " " + std::to_string(s) + " B, " + std::to_string(th) +
+                                     " thread(s)");
                     }
                 }
             }
         }
         char line[512];
-        std::snprintf(line, sizeof line, "static partitioners (XXH3-based), CPU time within 1.3x XXH3 alone: %s, worst %.2fx (%s)",
+        std::snprintf(line, sizeof line,
+                      "static partitioners (XXH3-based), CPU time within 1.3x XXH3 alone: %s, "
+                      "worst %.2fx (%s)",
                       w.ratio <= 1.3 ? "MET" : "MISSED", w.ratio, w.where.c_str());
         targets.emplace_back(line);
         worst k;
@@ -282,7 +288,8 @@ int main(int argc, char** argv) {
         }
         if (!k.where.empty()) {
             std::snprintf(line, sizeof line,
-                          "kafka_partitioner at least as fast as librdkafka's murmur2: %s, worst time ratio %.2fx (%s)",
+                          "kafka_partitioner at least as fast as librdkafka's murmur2: %s, worst "
+                          "time ratio %.2fx (%s)",
                           k.ratio <= 1.0 ? "MET" : "MISSED", k.ratio, k.where.c_str());
             targets.emplace_back(line);
         }
@@ -298,8 +305,8 @@ int main(int argc, char** argv) {
         if (names.empty()) continue;
         any_router = true;
         std::vector<std::string> ordered;
-        for (const char* s : {"xxh3_alone", "hash_partitioner", "keyroute_route_now", "keyroute_route_clock",
-                              "seed_router_md5"}) {
+        for (const char* s : {"xxh3_alone", "hash_partitioner", "keyroute_route_now",
+                              "keyroute_route_clock", "seed_router_md5"}) {
             const std::string n = std::string(trace) + "/" + s;
             if (std::find(names.begin(), names.end(), n) != names.end()) ordered.push_back(n);
         }
@@ -327,7 +334,8 @@ int main(int argc, char** argv) {
                 const result* r2 = get(t, n, s, 2);
                 const result* b = get(t, std::string(trace) + "/xxh3_alone", s, 1);
                 if (r1 != nullptr && b != nullptr) {
-                    consider(router_cost, r1->cpu_ns / b->cpu_ns, n + " " + std::to_string(s) + " B");
+                    consider(router_cost, r1->cpu_ns / b->cpu_ns,
+                             n + " " + std::to_string(s) + " B");
                 }
                 if (r1 != nullptr && r2 != nullptr) {
                     if (r1->cpu_ns / r2->cpu_ns < worst_scaling) {
@@ -344,16 +352,22 @@ int main(int argc, char** argv) {
     }
     if (any_router) {
         char line[512];
-        std::snprintf(line, sizeof line, "router, CPU time within 3x XXH3 alone (1 thread): %s, worst %.2fx (%s)",
-                      router_cost.ratio <= 3 ? "MET" : "MISSED", router_cost.ratio, router_cost.where.c_str());
+        std::snprintf(line, sizeof line,
+                      "router, CPU time within 3x XXH3 alone (1 thread): %s, worst %.2fx (%s)",
+                      router_cost.ratio <= 3 ? "MET" : "MISSED", router_cost.ratio,
+                      router_cost.where.c_str());
         targets.emplace_back(line);
         std::snprintf(line, sizeof line,
-                      "router, 2 threads at >= 80%% of 1 thread's per-core throughput, by CPU time: %s, worst %.0f%% (%s)",
-                      worst_scaling >= 0.8 ? "MET" : "MISSED", 100 * worst_scaling, worst_scaling_where.c_str());
+                      "router, 2 threads at >= 80%% of 1 thread's per-core throughput, by CPU "
+                      "time: %s, worst %.0f%% (%s)",
+                      worst_scaling >= 0.8 ? "MET" : "MISSED", 100 * worst_scaling,
+                      worst_scaling_where.c_str());
         targets.emplace_back(line);
-        std::snprintf(line, sizeof line,
-                      "the same by wall clock (includes time other processes took): %s, worst %.0f%% (%s)",
-                      worst_wall_scaling >= 0.8 ? "MET" : "MISSED", 100 * worst_wall_scaling, worst_wall_where.c_str());
+        std::snprintf(
+            line, sizeof line,
+            "the same by wall clock (includes time other processes took): %s, worst %.0f%% (%s)",
+            worst_wall_scaling >= 0.8 ? "MET" : "MISSED", 100 * worst_wall_scaling,
+            worst_wall_where.c_str());
         targets.emplace_back(line);
     }
     std::printf("### Targets\n\n");

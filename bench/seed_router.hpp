@@ -22,11 +22,13 @@ namespace keyroute_bench {
 class seed_router {
 public:
     seed_router(std::uint32_t partition_count, std::uint64_t threshold)
-        : m_partitions(partition_count), m_threshold(threshold) {}
+        : m_partitions(partition_count),
+          m_threshold(threshold) {}
 
     /// The seed's get_dynamic_partition, with the event time given in seconds since the epoch.
     auto route(std::string_view client_id, std::int64_t unix_seconds) -> std::uint32_t {
-        const std::int64_t minute = unix_seconds >= 0 ? unix_seconds / 60 : -((-unix_seconds + 59) / 60);
+        const std::int64_t minute =
+            unix_seconds >= 0 ? unix_seconds / 60 : -((-unix_seconds + 59) / 60);
         std::string tracking_key(client_id);
         tracking_key += '_';
         tracking_key += std::to_string(minute);

@@ -4,10 +4,10 @@
 // replays the same events.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <cstdint>
 #include <numeric>
 #include <random>
 #include <string>
@@ -30,7 +30,8 @@ public:
     auto operator()(Rng& rng) const -> std::size_t {
         const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
         const auto it = std::lower_bound(m_cdf.begin(), m_cdf.end(), u);
-        return std::min<std::size_t>(static_cast<std::size_t>(it - m_cdf.begin()), m_cdf.size() - 1);
+        return std::min<std::size_t>(static_cast<std::size_t>(it - m_cdf.begin()),
+                                     m_cdf.size() - 1);
     }
 
 private:
@@ -54,7 +55,8 @@ inline auto make_keys(std::size_t n, const char* prefix) -> std::vector<std::str
 }
 
 inline auto tenant90() -> workload {
-    workload w{"one tenant at 90%, 1000 others, 100 partitions", 100, make_keys(1001, "tenant-"), {}};
+    workload w{
+        "one tenant at 90%, 1000 others, 100 partitions", 100, make_keys(1001, "tenant-"), {}};
     w.next = [](std::mt19937_64& rng, int) -> std::size_t {
         return rng() % 10 < 9 ? 0 : 1 + static_cast<std::size_t>(rng() % 1000);
     };
@@ -63,12 +65,14 @@ inline auto tenant90() -> workload {
 
 inline auto zipf(double s, std::size_t n, std::uint32_t partitions) -> workload {
     char name[96];
-    std::snprintf(name, sizeof name, "%s %.1f, %zuk keys, %u partitions", s == 0 ? "uniform" : "Zipf",
-                  s, n / 1000, partitions);
+    std::snprintf(name, sizeof name, "%s %.1f, %zuk keys, %u partitions",
+                  s == 0 ? "uniform" : "Zipf", s, n / 1000, partitions);
     workload w{s == 0 ? std::string("uniform, ") + std::to_string(n / 1000) + "k keys, " +
                             std::to_string(partitions) + " partitions"
                       : name,
-               partitions, make_keys(n, "key-"), {}};
+               partitions,
+               make_keys(n, "key-"),
+               {}};
     auto sampler = std::make_shared<zipf_sampler>(n, s);
     w.next = [sampler](std::mt19937_64& rng, int) { return (*sampler)(rng); };
     return w;
@@ -78,7 +82,8 @@ inline auto zipf(double s, std::size_t n, std::uint32_t partitions) -> workload 
 /// hottest keys of windows 0-1 turn cold and others turn hot at the boundary.
 inline auto shifting_hot_set() -> workload {
     const std::size_t n = 100000;
-    workload w{"shifting hot set (Zipf 1.0, 100k keys, 64 partitions)", 64, make_keys(n, "key-"), {}};
+    workload w{
+        "shifting hot set (Zipf 1.0, 100k keys, 64 partitions)", 64, make_keys(n, "key-"), {}};
     auto sampler = std::make_shared<zipf_sampler>(n, 1.0);
     auto perm = std::make_shared<std::vector<std::size_t>>(n);
     std::iota(perm->begin(), perm->end(), std::size_t{0});
@@ -92,8 +97,12 @@ inline auto shifting_hot_set() -> workload {
 }
 
 inline auto all_workloads() -> std::vector<workload> {
-    return {tenant90(),      zipf(1.0, 100000, 64), zipf(1.5, 100000, 64), zipf(0.8, 1000000, 16),
-            zipf(0.0, 1000000, 64), shifting_hot_set()};
+    return {tenant90(),
+            zipf(1.0, 100000, 64),
+            zipf(1.5, 100000, 64),
+            zipf(0.8, 1000000, 16),
+            zipf(0.0, 1000000, 64),
+            shifting_hot_set()};
 }
 
 }  // namespace keyroute_bench

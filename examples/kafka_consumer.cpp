@@ -25,8 +25,7 @@
 
 namespace {
 
-auto make(rd_kafka_type_t type, const std::map<std::string, std::string>& settings)
-    -> rd_kafka_t* {
+auto make(rd_kafka_type_t type, const std::map<std::string, std::string>& settings) -> rd_kafka_t* {
     char errstr[256];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     for (const auto& [name, value] : settings) {
@@ -127,7 +126,8 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "gave up sequences %llu..%llu of key %.*s (%s)\n",
                          static_cast<unsigned long long>(g.first_missing),
                          static_cast<unsigned long long>(g.last_missing),
-                         static_cast<int>(g.key.size()), g.key.data(), keyroute::to_string(g.reason));
+                         static_cast<int>(g.key.size()), g.key.data(),
+                         keyroute::to_string(g.reason));
         });
 
     std::int64_t newest = 0;
@@ -163,15 +163,15 @@ int main(int argc, char** argv) {
 
     const auto& stats = reseq.stats();
     const auto hot = delivered.find("user-42");
-    std::printf("read %llu, delivered %llu (held on the way: %llu, duplicates %llu, "
-                "missing %llu, malformed stamps %llu), %zu keys; user-42: %llu\n",
-                static_cast<unsigned long long>(read),
-                static_cast<unsigned long long>(stats.delivered),
-                static_cast<unsigned long long>(stats.held),
-                static_cast<unsigned long long>(stats.duplicates),
-                static_cast<unsigned long long>(stats.missing),
-                static_cast<unsigned long long>(malformed), delivered.size(),
-                static_cast<unsigned long long>(hot != delivered.end() ? hot->second : 0));
+    std::printf(
+        "read %llu, delivered %llu (held on the way: %llu, duplicates %llu, "
+        "missing %llu, malformed stamps %llu), %zu keys; user-42: %llu\n",
+        static_cast<unsigned long long>(read), static_cast<unsigned long long>(stats.delivered),
+        static_cast<unsigned long long>(stats.held),
+        static_cast<unsigned long long>(stats.duplicates),
+        static_cast<unsigned long long>(stats.missing), static_cast<unsigned long long>(malformed),
+        delivered.size(),
+        static_cast<unsigned long long>(hot != delivered.end() ? hot->second : 0));
     if (mock != nullptr) rd_kafka_mock_cluster_destroy(mock);
     if (mock_rk != nullptr) rd_kafka_destroy(mock_rk);
     return 0;

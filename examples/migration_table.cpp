@@ -28,7 +28,8 @@ auto modulo_theory(std::uint64_t from, std::uint64_t to) -> double {
 
 auto key_group_theory(std::uint64_t from, std::uint64_t to, std::uint64_t groups) -> double {
     std::uint64_t moved = 0;
-    for (std::uint64_t g = 0; g < groups; ++g) moved += g * from / groups != g * to / groups ? 1 : 0;
+    for (std::uint64_t g = 0; g < groups; ++g)
+        moved += g * from / groups != g * to / groups ? 1 : 0;
     return static_cast<double>(moved) / static_cast<double>(groups);
 }
 
@@ -60,13 +61,15 @@ int main(int argc, char** argv) {
     const std::string grow = std::to_string(n) + " -> " + std::to_string(n + 1);
     const std::string twice = std::to_string(n) + " -> " + std::to_string(2 * n);
     const std::string shrink = std::to_string(n) + " -> " + std::to_string(n - 1);
-    const std::string remove_mid = "remove id " + std::to_string(n / 2) + " of " + std::to_string(n);
+    const std::string remove_mid =
+        "remove id " + std::to_string(n / 2) + " of " + std::to_string(n);
     const double n1 = 1.0 / (n + 1);
     const double n0 = 1.0 / n;
 
     std::printf("%llu generated keys of 16 bytes, share of keys that change partition\n\n",
                 static_cast<unsigned long long>(sample.count));
-    std::printf("| scheme | change | theory | measured | measured / theory |\n|---|---|---|---|---|\n");
+    std::printf(
+        "| scheme | change | theory | measured | measured / theory |\n|---|---|---|---|---|\n");
     using jump = keyroute::jump_partitioner<>;
     row("jump", grow, n1, jump(n), jump(n + 1));
     row("jump", twice, 0.5, jump(n), jump(2 * n));
@@ -80,9 +83,12 @@ int main(int argc, char** argv) {
     row("maglev (M = 65537)", twice, 0.5, maglev(n), maglev(2 * n));
     row("maglev (M = 65537)", remove_mid, n0, maglev(n), maglev(ids_without(n, n / 2)));
     using key_group = keyroute::key_group_partitioner<>;
-    row("key_group (G = 128)", grow, key_group_theory(n, n + 1, 128), key_group(n), key_group(n + 1));
-    row("key_group (G = 128)", twice, key_group_theory(n, 2 * n, 128), key_group(n), key_group(2 * n));
-    row("key_group (G = 128)", shrink, key_group_theory(n, n - 1, 128), key_group(n), key_group(n - 1));
+    row("key_group (G = 128)", grow, key_group_theory(n, n + 1, 128), key_group(n),
+        key_group(n + 1));
+    row("key_group (G = 128)", twice, key_group_theory(n, 2 * n, 128), key_group(n),
+        key_group(2 * n));
+    row("key_group (G = 128)", shrink, key_group_theory(n, n - 1, 128), key_group(n),
+        key_group(n - 1));
     using modulo = keyroute::hash_partitioner<>;
     row("hash_partitioner (xxh3 % n)", grow, modulo_theory(n, n + 1), modulo(n), modulo(n + 1));
     row("hash_partitioner (xxh3 % n)", twice, modulo_theory(n, 2 * n), modulo(n), modulo(2 * n));
@@ -100,7 +106,8 @@ int main(int argc, char** argv) {
     for (const auto& [size, m] : cases) {
         const maglev before(size, m);
         const maglev after(ids_without(size, size / 2), m);
-        const double measured = keyroute::compare_partitioners(before, after, sample).moved_key_share();
+        const double measured =
+            keyroute::compare_partitioners(before, after, sample).moved_key_share();
         std::printf("| %u | %u | %.3f%% | %.3f%% | %.2f |\n", size, m, 100.0 / size, 100 * measured,
                     measured * size);
     }

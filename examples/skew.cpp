@@ -165,7 +165,8 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
             o.header = true;
         } else if (a == "--workload") {
             o.workload = value();
-            const char* names[] = {"tenant90", "zipf1.0", "zipf1.5", "zipf0.8", "uniform", "shifting"};
+            const char* names[] = {"tenant90", "zipf1.0", "zipf1.5",
+                                   "zipf0.8",  "uniform", "shifting"};
             if (std::find(std::begin(names), std::end(names), o.workload) == std::end(names)) {
                 throw usage_error("unknown --workload '" + o.workload +
                                   "' (tenant90, zipf1.0, zipf1.5, zipf0.8, uniform, shifting)");
@@ -178,7 +179,8 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
             o.scheme = value();
             const char* names[] = {"xxh3", "kafka", "murmur3", "java", "crc32", "fnv1a"};
             if (std::find(std::begin(names), std::end(names), o.scheme) == std::end(names)) {
-                throw usage_error("unknown --scheme '" + o.scheme + "' (xxh3, kafka, murmur3, java, crc32, fnv1a)");
+                throw usage_error("unknown --scheme '" + o.scheme +
+                                  "' (xxh3, kafka, murmur3, java, crc32, fnv1a)");
             }
         } else if (a == "--window") {
             o.window_s = parse_positive(a, value());
@@ -228,7 +230,8 @@ public:
     progress(bool enabled, std::uint64_t total) : m_enabled(enabled), m_total(total) {}
     void update(const char* what, std::uint64_t done) {
         if (!m_enabled) return;
-        std::fprintf(stderr, "\rskew: %-24s %5.1f%%", what, 100.0 * static_cast<double>(done) / static_cast<double>(m_total));
+        std::fprintf(stderr, "\rskew: %-24s %5.1f%%", what,
+                     100.0 * static_cast<double>(done) / static_cast<double>(m_total));
         std::fflush(stderr);
     }
     void done() {
@@ -274,14 +277,17 @@ public:
     void ids(key_stream& s, const std::string_view* keys, std::size_t count, std::uint32_t* ids) {
         std::uint32_t tags[batch];
         for (std::size_t k = 0; k < count; ++k) {
-            tags[k] = static_cast<std::uint32_t>(XXH3_64bits(keys[k].data(), keys[k].size()) >> 32U);
+            tags[k] =
+                static_cast<std::uint32_t>(XXH3_64bits(keys[k].data(), keys[k].size()) >> 32U);
             prefetch(&m_slots[position(tags[k])]);
         }
         // A key seen before is compared with its first occurrence: prefetch that too.
         std::uint32_t guess[batch];
         for (std::size_t k = 0; k < count; ++k) {
             const std::uint64_t slot = m_slots[position(tags[k])];
-            guess[k] = static_cast<std::uint32_t>(slot >> 32U) == tags[k] ? static_cast<std::uint32_t>(slot) : 0;
+            guess[k] = static_cast<std::uint32_t>(slot >> 32U) == tags[k]
+                           ? static_cast<std::uint32_t>(slot)
+                           : 0;
             if (guess[k] != 0) prefetch(&s.keys[guess[k] - 1]);
         }
         for (std::size_t k = 0; k < count; ++k) {
@@ -301,7 +307,8 @@ private:
             const std::uint64_t slot = m_slots[i];
             if (slot == 0) break;
             const auto found = static_cast<std::uint32_t>(slot) - 1U;
-            if (static_cast<std::uint32_t>(slot >> 32U) == tag && s.keys[found] == key) return found;
+            if (static_cast<std::uint32_t>(slot >> 32U) == tag && s.keys[found] == key)
+                return found;
             i = (i + 1) & m_mask;
         }
         if (s.keys.size() >= 0xfffffffeULL) throw input_error("more than 2^32 - 2 distinct keys");
@@ -383,7 +390,8 @@ void read_all(const options& o, key_stream& s) {
 
 /// Field `column` (from 1) of a CSV line; quoted fields lose their quotes and "" becomes ".
 /// Returns false when the line has fewer fields.
-auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::string_view& out) -> bool {
+auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::string_view& out)
+    -> bool {
     std::size_t i = 0;
     for (std::size_t field = 1;; ++field) {
         const bool want = field == column;
@@ -420,7 +428,8 @@ auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::st
         } else {
             const std::size_t end = line.find(',', i);
             if (want) {
-                out = line.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+                out = line.substr(i,
+                                  end == std::string_view::npos ? std::string_view::npos : end - i);
                 return true;
             }
             i = end;
@@ -462,11 +471,13 @@ auto load_file(const options& o) -> key_stream {
     bool first = true;
     std::size_t line_no = 0;
     for (const char* p = begin; p < end;) {
-        const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+        const char* nl =
+            static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
         const char* line_end = nl != nullptr ? nl : end;
         std::string_view line(p, static_cast<std::size_t>(line_end - p));
         p = nl != nullptr ? nl + 1 : end;
-        if ((++line_no & 0xfffffU) == 0) prog.update("reading keys", static_cast<std::uint64_t>(p - begin));
+        if ((++line_no & 0xfffffU) == 0)
+            prog.update("reading keys", static_cast<std::uint64_t>(p - begin));
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (first && o.header) {
             first = false;
@@ -498,7 +509,8 @@ struct timeline {
         return static_cast<std::int64_t>(static_cast<double>(i) * ns_per_event);
     }
     [[nodiscard]] auto time(std::uint64_t i) const -> std::chrono::system_clock::time_point {
-        return t0 + std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(offset_ns(i)));
+        return t0 + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                        std::chrono::nanoseconds(offset_ns(i)));
     }
     [[nodiscard]] auto window(std::uint64_t i) const -> std::uint64_t {
         return static_cast<std::uint64_t>(offset_ns(i) / window_ns);
@@ -512,7 +524,8 @@ auto make_timeline(std::uint64_t events, double rate, double window_s) -> timeli
     // 2023-11-14, rounded down to a window boundary of the router (windows align to the epoch).
     const std::int64_t start_ms = 1700000000000LL / window_ms * window_ms;
     t.t0 = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::milliseconds(start_ms)));
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::milliseconds(start_ms)));
     t.ns_per_event = 1e9 / rate;
     t.windows = events == 0 ? 0 : t.window(events - 1) + 1;
     return t;
@@ -520,12 +533,13 @@ auto make_timeline(std::uint64_t events, double rate, double window_s) -> timeli
 
 auto builtin_workload(const options& o, double window_s) -> key_stream {
     // The generators of bench/workloads.hpp (bench/simulate.cpp replays the same workloads).
-    const keyroute_bench::workload wl = o.workload == "zipf1.0"   ? keyroute_bench::zipf(1.0, 100000, 64)
-                                        : o.workload == "zipf1.5" ? keyroute_bench::zipf(1.5, 100000, 64)
-                                        : o.workload == "zipf0.8" ? keyroute_bench::zipf(0.8, 1000000, 16)
-                                        : o.workload == "uniform" ? keyroute_bench::zipf(0.0, 1000000, 64)
-                                        : o.workload == "shifting" ? keyroute_bench::shifting_hot_set()
-                                                                   : keyroute_bench::tenant90();
+    const keyroute_bench::workload wl =
+        o.workload == "zipf1.0"    ? keyroute_bench::zipf(1.0, 100000, 64)
+        : o.workload == "zipf1.5"  ? keyroute_bench::zipf(1.5, 100000, 64)
+        : o.workload == "zipf0.8"  ? keyroute_bench::zipf(0.8, 1000000, 16)
+        : o.workload == "uniform"  ? keyroute_bench::zipf(0.0, 1000000, 64)
+        : o.workload == "shifting" ? keyroute_bench::shifting_hot_set()
+                                   : keyroute_bench::tenant90();
     key_stream s;
     s.source = "built-in workload: " + wl.name;
     s.default_partitions = wl.partitions;
@@ -537,7 +551,8 @@ auto builtin_workload(const options& o, double window_s) -> key_stream {
     const timeline t = make_timeline(o.events, rate, window_s);
     std::mt19937_64 rng(12345);
     for (std::uint64_t i = 0; i < o.events; ++i) {
-        const auto id = static_cast<std::uint32_t>(wl.next(rng, static_cast<int>(std::min<std::uint64_t>(t.window(i), 1000000))));
+        const auto id = static_cast<std::uint32_t>(
+            wl.next(rng, static_cast<int>(std::min<std::uint64_t>(t.window(i), 1000000))));
         ++s.key_events[id];
         s.events.push_back(id);
     }
@@ -562,13 +577,13 @@ struct scheme_result {
     std::string name;
     std::string title;
     std::string note;
-    std::vector<std::uint64_t> load;        // events per partition, whole input
+    std::vector<std::uint64_t> load;  // events per partition, whole input
     std::vector<double> window_max_over_mean;
-    std::uint64_t moved = 0;                // events not on their key's static partition
-    std::uint64_t split_keys = 0;           // keys seen on more than one partition
-    std::uint64_t split_key_events = 0;     // events of those keys
-    std::uint64_t salted = 0;               // keyroute: placed by the hot-key logic
-    std::uint64_t stamped = 0;              // keyroute: carrying an ordering stamp
+    std::uint64_t moved = 0;             // events not on their key's static partition
+    std::uint64_t split_keys = 0;        // keys seen on more than one partition
+    std::uint64_t split_key_events = 0;  // events of those keys
+    std::uint64_t salted = 0;            // keyroute: placed by the hot-key logic
+    std::uint64_t stamped = 0;           // keyroute: carrying an ordering stamp
     bool has_stamps = false;
     std::vector<std::uint32_t> hot_fanout;  // partitions used by each hot key
     std::size_t memory_bytes = 0;
@@ -578,14 +593,15 @@ struct scheme_result {
         std::uint64_t total = 0;
         for (const auto l : load) total += l;
         if (total == 0) return 0;
-        return static_cast<double>(*std::max_element(load.begin(), load.end())) * static_cast<double>(load.size()) /
-               static_cast<double>(total);
+        return static_cast<double>(*std::max_element(load.begin(), load.end())) *
+               static_cast<double>(load.size()) / static_cast<double>(total);
     }
 };
 
 /// Routes every event with `route(i, id) -> partition` and accumulates a scheme_result.
 /// Per-key state is read at random (millions of keys do not fit in cache), so the state of the
-/// event `ahead` places later is prefetched, and `prefetch_scheme(i, id)` lets the scheme do the same.
+/// event `ahead` places later is prefetched, and `prefetch_scheme(i, id)` lets the scheme do the
+/// same.
 struct tally_key {
     std::uint32_t first = 0;  // first partition + 1; tally::split_mark once split
     std::uint32_t hot = 0;    // hot key index + 1
@@ -594,18 +610,25 @@ struct tally_key {
 class tally {
 public:
     /// `keys` is scratch space, one entry per key, reused by every scheme (cleared here).
-    tally(const key_stream& s, const timeline& t, std::uint32_t partitions, const std::vector<std::uint32_t>& home,
-          const std::vector<std::uint32_t>& hot_ids, std::vector<tally_key>& keys)
-        : m_s(s), m_t(t), m_n(partitions), m_home(home), m_keys(keys),
+    tally(const key_stream& s, const timeline& t, std::uint32_t partitions,
+          const std::vector<std::uint32_t>& home, const std::vector<std::uint32_t>& hot_ids,
+          std::vector<tally_key>& keys)
+        : m_s(s),
+          m_t(t),
+          m_n(partitions),
+          m_home(home),
+          m_keys(keys),
           m_hot_used(hot_ids.size(), std::vector<bool>(partitions, false)) {
         m_keys.assign(s.keys.size(), tally_key{});
-        for (std::size_t h = 0; h < hot_ids.size(); ++h) m_keys[hot_ids[h]].hot = static_cast<std::uint32_t>(h + 1);
+        for (std::size_t h = 0; h < hot_ids.size(); ++h)
+            m_keys[hot_ids[h]].hot = static_cast<std::uint32_t>(h + 1);
     }
 
     static constexpr std::uint64_t ahead = 16;
 
     template <class Route, class Prefetch>
-    auto run(scheme_result r, progress& prog, Route&& route, Prefetch&& prefetch_scheme) -> scheme_result {
+    auto run(scheme_result r, progress& prog, Route&& route, Prefetch&& prefetch_scheme)
+        -> scheme_result {
         r.load.assign(m_n, 0);
         std::vector<std::uint64_t> window_load(m_n, 0);
         std::uint64_t window = 0;
@@ -613,7 +636,8 @@ public:
         const auto close_window = [&] {
             if (window_events == 0) return;
             const auto top = *std::max_element(window_load.begin(), window_load.end());
-            r.window_max_over_mean.push_back(static_cast<double>(top) * m_n / static_cast<double>(window_events));
+            r.window_max_over_mean.push_back(static_cast<double>(top) * m_n /
+                                             static_cast<double>(window_events));
             std::fill(window_load.begin(), window_load.end(), 0);
             window_events = 0;
         };
@@ -649,7 +673,8 @@ public:
         }
         close_window();
         for (const auto& used : m_hot_used) {
-            r.hot_fanout.push_back(static_cast<std::uint32_t>(std::count(used.begin(), used.end(), true)));
+            r.hot_fanout.push_back(
+                static_cast<std::uint32_t>(std::count(used.begin(), used.end(), true)));
         }
         return r;
     }
@@ -680,10 +705,11 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
     std::vector<std::uint32_t> order(s.keys.size());
     for (std::uint32_t k = 0; k < order.size(); ++k) order[k] = k;
     const std::size_t hot = std::min(o.hot, order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(hot), order.end(),
-                      [&](std::uint32_t x, std::uint32_t y) {
-                          return s.key_events[x] != s.key_events[y] ? s.key_events[x] > s.key_events[y] : x < y;
-                      });
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(hot), order.end(),
+        [&](std::uint32_t x, std::uint32_t y) {
+            return s.key_events[x] != s.key_events[y] ? s.key_events[x] > s.key_events[y] : x < y;
+        });
     a.hot_ids.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(hot));
 
     std::vector<std::uint32_t> home(s.keys.size());
@@ -708,9 +734,11 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
     // 2. The seed's algorithm: count each key per window; past the threshold, key + "_sub_" +
     //    (count % 3). The static hash stands in for md5 (bench/seed_router.hpp has the md5 port).
     {
-        a.seed_threshold = o.seed_threshold != 0
-                               ? o.seed_threshold
-                               : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(events_per_window / partitions / 10));
+        a.seed_threshold =
+            o.seed_threshold != 0
+                ? o.seed_threshold
+                : std::max<std::uint64_t>(
+                      1, static_cast<std::uint64_t>(events_per_window / partitions / 10));
         struct counter {
             std::uint32_t window = 0xffffffffU;
             std::uint32_t count = 0;
@@ -737,7 +765,8 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
             auto [it, fresh] = subs.try_emplace(id);
             if (fresh) {
                 for (std::uint32_t sub = 0; sub < 3; ++sub) {
-                    it->second[sub] = base.route(std::string(s.keys[id]) + "_sub_" + std::to_string(sub));
+                    it->second[sub] =
+                        base.route(std::string(s.keys[id]) + "_sub_" + std::to_string(sub));
                 }
             }
             return it->second[c % 3];
@@ -760,7 +789,8 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
         scheme_result r;
         r.name = "keyroute";
         r.title = std::string("keyroute::salting_router: ") +
-                  (o.threshold == 0 ? "automatic threshold" : "threshold " + std::to_string(o.threshold)) +
+                  (o.threshold == 0 ? "automatic threshold"
+                                    : "threshold " + std::to_string(o.threshold)) +
                   ", runs of " + std::to_string(c.run_length) + ", base " + label;
         r.has_stamps = true;
         std::uint64_t salted = 0;
@@ -777,7 +807,8 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
             // The router reads the key's bytes: fetch its view early, then its bytes.
             [&](std::uint64_t later, std::uint32_t id) {
                 prefetch(s.keys[id].data());
-                if (later + tally::ahead < n_events) prefetch(&s.keys[s.events[later + tally::ahead]]);
+                if (later + tally::ahead < n_events)
+                    prefetch(&s.keys[s.events[later + tally::ahead]]);
             });
         r.salted = salted;
         r.stamped = stamped;
@@ -832,23 +863,27 @@ auto fmt(const char* format, double v) -> std::string {
     return buf;
 }
 
-void print_text(const key_stream& s, const timeline& t, const options& o, std::uint32_t partitions, double rate,
-                const analysis& a) {
+void print_text(const key_stream& s, const timeline& t, const options& o, std::uint32_t partitions,
+                double rate, const analysis& a) {
     const std::uint64_t n = s.events.size();
     std::printf("skew: %s events, %s distinct keys, %u partitions\n", group(n).c_str(),
                 group(s.keys.size()).c_str(), partitions);
-    std::printf("  input: %s%s\n", s.source.c_str(),
-                s.skipped != 0 ? (" (" + group(s.skipped) + " empty lines or keys skipped)").c_str() : "");
+    std::printf(
+        "  input: %s%s\n", s.source.c_str(),
+        s.skipped != 0 ? (" (" + group(s.skipped) + " empty lines or keys skipped)").c_str() : "");
     std::printf("  times: %s events/s, %llu window%s of %g s (%s)\n", fmt("%.6g", rate).c_str(),
                 static_cast<unsigned long long>(t.windows), t.windows == 1 ? "" : "s", o.window_s,
                 o.rate > 0 ? "--rate" : "default: the input spans 4 windows; --rate to change");
 
     if (!a.hot_ids.empty()) {
-        std::printf("\nhottest keys                              events   share   partitions used: static   seed  keyroute\n");
+        std::printf(
+            "\nhottest keys                              events   share   partitions used: static  "
+            " seed  keyroute\n");
         for (std::size_t h = 0; h < a.hot_ids.size(); ++h) {
             const std::uint32_t id = a.hot_ids[h];
-            std::printf("  %-32s %12s  %5.1f%%  %25u  %5u  %8u\n", printable(s.keys[id], 32).c_str(),
-                        group(s.key_events[id]).c_str(), share(s.key_events[id], n), a.schemes[0].hot_fanout[h],
+            std::printf("  %-32s %12s  %5.1f%%  %25u  %5u  %8u\n",
+                        printable(s.keys[id], 32).c_str(), group(s.key_events[id]).c_str(),
+                        share(s.key_events[id], n), a.schemes[0].hot_fanout[h],
                         a.schemes[1].hot_fanout[h], a.schemes[2].hot_fanout[h]);
         }
     }
@@ -860,44 +895,58 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
         const std::size_t shown = std::min<std::size_t>(r.window_max_over_mean.size(), 8);
         for (std::size_t w = 0; w < shown; ++w) std::printf(" %.2f", r.window_max_over_mean[w]);
         if (shown < r.window_max_over_mean.size()) {
-            std::printf(" ... (%zu windows, worst %.2f)", r.window_max_over_mean.size(),
-                        *std::max_element(r.window_max_over_mean.begin(), r.window_max_over_mean.end()));
+            std::printf(
+                " ... (%zu windows, worst %.2f)", r.window_max_over_mean.size(),
+                *std::max_element(r.window_max_over_mean.begin(), r.window_max_over_mean.end()));
         }
         std::printf("\n");
         std::vector<std::uint32_t> order(partitions);
         for (std::uint32_t p = 0; p < partitions; ++p) order[p] = p;
-        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return r.load[x] > r.load[y]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::uint32_t x, std::uint32_t y) { return r.load[x] > r.load[y]; });
         const std::uint64_t top = r.load[order.front()];
         const std::size_t bars = std::min<std::size_t>(o.top, partitions);
         for (std::size_t b = 0; b < bars; ++b) {
             const std::uint32_t p = order[b];
-            const auto width = top == 0 ? 0 : static_cast<std::size_t>(std::lround(40.0 * static_cast<double>(r.load[p]) / static_cast<double>(top)));
-            std::printf("  p%-6u %7.2fx %s\n", p, static_cast<double>(r.load[p]) / mean, std::string(width, '#').c_str());
+            const auto width =
+                top == 0 ? 0
+                         : static_cast<std::size_t>(std::lround(
+                               40.0 * static_cast<double>(r.load[p]) / static_cast<double>(top)));
+            std::printf("  p%-6u %7.2fx %s\n", p, static_cast<double>(r.load[p]) / mean,
+                        std::string(width, '#').c_str());
         }
         if (bars < partitions) {
-            std::printf("  (busiest %zu of %u partitions, x = load / mean; least loaded: p%u at %.2fx)\n", bars, partitions,
-                        order.back(), static_cast<double>(r.load[order.back()]) / mean);
+            std::printf(
+                "  (busiest %zu of %u partitions, x = load / mean; least loaded: p%u at %.2fx)\n",
+                bars, partitions, order.back(), static_cast<double>(r.load[order.back()]) / mean);
         }
         std::printf("  order: ");
         if (r.split_keys == 0) {
             std::printf("nothing given up: every key stayed on one partition\n");
         } else if (!r.has_stamps) {
-            std::printf("%.1f%% of events belong to %s split over several partitions with no ordering\n"
-                        "         metadata: their per-key order is lost (%.1f%% of events left their key's partition)\n",
-                        share(r.split_key_events, n), keys_text(r.split_keys).c_str(), share(r.moved, n));
+            std::printf(
+                "%.1f%% of events belong to %s split over several partitions with no ordering\n"
+                "         metadata: their per-key order is lost (%.1f%% of events left their key's "
+                "partition)\n",
+                share(r.split_key_events, n), keys_text(r.split_keys).c_str(), share(r.moved, n));
         } else {
-            std::printf("%.1f%% of events belong to %s split over several partitions (%.1f%% salted,\n"
-                        "         %.1f%% left their key's partition); %.1f%% carry ordering stamps, from which a\n"
-                        "         keyroute::resequencer restores each key's order at the consumer\n",
-                        share(r.split_key_events, n), keys_text(r.split_keys).c_str(), share(r.salted, n), share(r.moved, n),
-                        share(r.stamped, n));
+            std::printf(
+                "%.1f%% of events belong to %s split over several partitions (%.1f%% salted,\n"
+                "         %.1f%% left their key's partition); %.1f%% carry ordering stamps, from "
+                "which a\n"
+                "         keyroute::resequencer restores each key's order at the consumer\n",
+                share(r.split_key_events, n), keys_text(r.split_keys).c_str(), share(r.salted, n),
+                share(r.moved, n), share(r.stamped, n));
         }
         if (r.name == "seed") {
-            std::printf("  state: a (key, window) dictionary that is never evicted: ~%s KiB at the end\n",
-                        group(r.memory_bytes / 1024).c_str());
+            std::printf(
+                "  state: a (key, window) dictionary that is never evicted: ~%s KiB at the end\n",
+                group(r.memory_bytes / 1024).c_str());
         } else if (r.name == "keyroute") {
-            std::printf("  state: %s KiB, fixed at construction; hot threshold %s events per key per window at the end\n",
-                        group(r.memory_bytes / 1024).c_str(), group(r.threshold).c_str());
+            std::printf(
+                "  state: %s KiB, fixed at construction; hot threshold %s events per key per "
+                "window at the end\n",
+                group(r.memory_bytes / 1024).c_str(), group(r.threshold).c_str());
         }
     }
 }
@@ -918,22 +967,24 @@ void json_string(std::ostream& out, std::string_view text) {
     out << '"';
 }
 
-void print_json(std::ostream& out, const key_stream& s, const timeline& t, const options& o, std::uint32_t partitions,
-                double rate, const analysis& a) {
+void print_json(std::ostream& out, const key_stream& s, const timeline& t, const options& o,
+                std::uint32_t partitions, double rate, const analysis& a) {
     const std::uint64_t n = s.events.size();
     out << std::setprecision(10);
     out << "{\"input\":{\"source\":";
     json_string(out, s.source);
-    out << ",\"events\":" << n << ",\"distinct_keys\":" << s.keys.size() << ",\"skipped\":" << s.skipped
-        << ",\"partitions\":" << partitions << ",\"scheme\":";
+    out << ",\"events\":" << n << ",\"distinct_keys\":" << s.keys.size()
+        << ",\"skipped\":" << s.skipped << ",\"partitions\":" << partitions << ",\"scheme\":";
     json_string(out, o.scheme);
-    out << ",\"window_seconds\":" << o.window_s << ",\"rate\":" << rate << ",\"windows\":" << t.windows
-        << ",\"seed_threshold\":" << a.seed_threshold << "},\"hot_keys\":[";
+    out << ",\"window_seconds\":" << o.window_s << ",\"rate\":" << rate
+        << ",\"windows\":" << t.windows << ",\"seed_threshold\":" << a.seed_threshold
+        << "},\"hot_keys\":[";
     for (std::size_t h = 0; h < a.hot_ids.size(); ++h) {
         const std::uint32_t id = a.hot_ids[h];
         out << (h == 0 ? "" : ",") << "{\"key\":";
         json_string(out, s.keys[id]);
-        out << ",\"events\":" << s.key_events[id] << ",\"share\":" << share(s.key_events[id], n) / 100 << "}";
+        out << ",\"events\":" << s.key_events[id]
+            << ",\"share\":" << share(s.key_events[id], n) / 100 << "}";
     }
     out << "],\"schemes\":[";
     for (std::size_t k = 0; k < a.schemes.size(); ++k) {
@@ -947,11 +998,14 @@ void print_json(std::ostream& out, const key_stream& s, const timeline& t, const
         out << "],\"partition_load\":[";
         for (std::size_t p = 0; p < r.load.size(); ++p) out << (p == 0 ? "" : ",") << r.load[p];
         out << "],\"hot_key_partitions\":[";
-        for (std::size_t h = 0; h < r.hot_fanout.size(); ++h) out << (h == 0 ? "" : ",") << r.hot_fanout[h];
-        out << "],\"split_keys\":" << r.split_keys << ",\"split_key_event_share\":" << share(r.split_key_events, n) / 100
+        for (std::size_t h = 0; h < r.hot_fanout.size(); ++h)
+            out << (h == 0 ? "" : ",") << r.hot_fanout[h];
+        out << "],\"split_keys\":" << r.split_keys
+            << ",\"split_key_event_share\":" << share(r.split_key_events, n) / 100
             << ",\"moved_share\":" << share(r.moved, n) / 100;
         if (r.has_stamps) {
-            out << ",\"salted_share\":" << share(r.salted, n) / 100 << ",\"stamped_share\":" << share(r.stamped, n) / 100
+            out << ",\"salted_share\":" << share(r.salted, n) / 100
+                << ",\"stamped_share\":" << share(r.stamped, n) / 100
                 << ",\"threshold\":" << r.threshold;
         }
         out << ",\"memory_bytes\":" << r.memory_bytes << "}";
@@ -969,7 +1023,8 @@ struct migration_row {
 
 template <class Before, class After>
 void migrate_one(std::vector<migration_row>& rows, const std::string& name, const key_stream& s,
-                 const std::vector<double>& weights, const Before& make_before, const After& make_after) {
+                 const std::vector<double>& weights, const Before& make_before,
+                 const After& make_after) {
     migration_row row;
     row.scheme = name;
     try {
@@ -990,31 +1045,41 @@ auto migrations(const key_stream& s, const options& o, std::uint32_t from, const
     std::vector<migration_row> rows;
     std::vector<double> weights(s.key_events.begin(), s.key_events.end());
     const std::uint32_t to = o.migrate;
-    migrate_one(rows, label, s, weights, [&] { return Partitioner(from); }, [&] { return Partitioner(to); });
+    migrate_one(
+        rows, label, s, weights, [&] { return Partitioner(from); },
+        [&] { return Partitioner(to); });
     if (o.scheme != "kafka") {
-        migrate_one(rows, "kafka_partitioner", s, weights, [&] { return keyroute::kafka_partitioner(from); },
-                    [&] { return keyroute::kafka_partitioner(to); });
+        migrate_one(
+            rows, "kafka_partitioner", s, weights,
+            [&] { return keyroute::kafka_partitioner(from); },
+            [&] { return keyroute::kafka_partitioner(to); });
     }
-    migrate_one(rows, "jump_partitioner<>", s, weights, [&] { return keyroute::jump_partitioner<>(from); },
-                [&] { return keyroute::jump_partitioner<>(to); });
-    migrate_one(rows, "maglev_partitioner<>", s, weights, [&] { return keyroute::maglev_partitioner<>(from); },
-                [&] { return keyroute::maglev_partitioner<>(to); });
+    migrate_one(
+        rows, "jump_partitioner<>", s, weights, [&] { return keyroute::jump_partitioner<>(from); },
+        [&] { return keyroute::jump_partitioner<>(to); });
+    migrate_one(
+        rows, "maglev_partitioner<>", s, weights,
+        [&] { return keyroute::maglev_partitioner<>(from); },
+        [&] { return keyroute::maglev_partitioner<>(to); });
     const std::uint32_t groups = std::max<std::uint32_t>({128U, from, to});
-    migrate_one(rows, "key_group_partitioner<> (G=" + std::to_string(groups) + ")", s, weights,
-                [&] { return keyroute::key_group_partitioner<>(from, groups); },
-                [&] { return keyroute::key_group_partitioner<>(to, groups); });
+    migrate_one(
+        rows, "key_group_partitioner<> (G=" + std::to_string(groups) + ")", s, weights,
+        [&] { return keyroute::key_group_partitioner<>(from, groups); },
+        [&] { return keyroute::key_group_partitioner<>(to, groups); });
     return rows;
 }
 
-void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t from, std::uint32_t to) {
-    std::printf("\nmigration from %u to %u partitions (traffic = events per key in this input)\n", from, to);
+void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t from,
+                           std::uint32_t to) {
+    std::printf("\nmigration from %u to %u partitions (traffic = events per key in this input)\n",
+                from, to);
     std::printf("  %-40s %12s %14s\n", "scheme", "keys moved", "events moved");
     for (const migration_row& r : rows) {
         if (!r.skipped.empty()) {
             std::printf("  %-40s skipped: %s\n", r.scheme.c_str(), r.skipped.c_str());
         } else {
-            std::printf("  %-40s %11.2f%% %13.2f%%\n", r.scheme.c_str(), 100 * r.report.moved_key_share(),
-                        100 * r.report.moved_traffic_share());
+            std::printf("  %-40s %11.2f%% %13.2f%%\n", r.scheme.c_str(),
+                        100 * r.report.moved_key_share(), 100 * r.report.moved_traffic_share());
         }
     }
     // The full report for the scheme in use (--json has every scheme's).
@@ -1027,8 +1092,8 @@ void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t
 }
 
 template <class Partitioner>
-auto run(const options& o, const key_stream& s, std::uint32_t partitions, const timeline& t, double rate,
-         const std::string& family) -> int {
+auto run(const options& o, const key_stream& s, std::uint32_t partitions, const timeline& t,
+         double rate, const std::string& family) -> int {
     // "xxh3 % n (...)" -> "xxh3 % 100 (...)"
     std::string label = family;
     label.replace(label.find("% n") + 2, 1, std::to_string(partitions));
@@ -1041,7 +1106,8 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
         out.imbue(std::locale::classic());
         print_json(out, s, t, o, partitions, rate, a);
         if (o.migrate != 0) {
-            out << ",\"migration\":{\"from\":" << partitions << ",\"to\":" << o.migrate << ",\"schemes\":[";
+            out << ",\"migration\":{\"from\":" << partitions << ",\"to\":" << o.migrate
+                << ",\"schemes\":[";
             bool first = true;
             for (const migration_row& r : moves) {
                 if (!r.skipped.empty()) continue;
@@ -1082,14 +1148,26 @@ int main(int argc, char** argv) {
         key_stream s = o.have_file ? load_file(o) : builtin_workload(o, o.window_s);
         if (s.events.empty()) throw input_error("no keys in " + s.source);
         const std::uint32_t partitions = o.partitions != 0 ? o.partitions : s.default_partitions;
-        const double rate = o.rate > 0 ? o.rate : static_cast<double>(s.events.size()) / (4 * o.window_s);
+        const double rate =
+            o.rate > 0 ? o.rate : static_cast<double>(s.events.size()) / (4 * o.window_s);
         const timeline t = make_timeline(s.events.size(), rate, o.window_s);
-        if (o.scheme == "kafka") return run<keyroute::kafka_partitioner>(o, s, partitions, t, rate, "murmur2 % n (kafka_partitioner)");
-        if (o.scheme == "murmur3") return run<keyroute::pulsar_murmur3_partitioner>(o, s, partitions, t, rate, "murmur3 % n (pulsar_murmur3_partitioner)");
-        if (o.scheme == "java") return run<keyroute::pulsar_java_string_partitioner>(o, s, partitions, t, rate, "String.hashCode % n (pulsar_java_string_partitioner)");
-        if (o.scheme == "crc32") return run<keyroute::rdkafka_consistent_partitioner>(o, s, partitions, t, rate, "crc32 % n (rdkafka_consistent_partitioner)");
-        if (o.scheme == "fnv1a") return run<keyroute::rdkafka_fnv1a_partitioner>(o, s, partitions, t, rate, "fnv1a % n (rdkafka_fnv1a_partitioner)");
-        return run<keyroute::hash_partitioner<>>(o, s, partitions, t, rate, "xxh3 % n (hash_partitioner<>)");
+        if (o.scheme == "kafka")
+            return run<keyroute::kafka_partitioner>(o, s, partitions, t, rate,
+                                                    "murmur2 % n (kafka_partitioner)");
+        if (o.scheme == "murmur3")
+            return run<keyroute::pulsar_murmur3_partitioner>(
+                o, s, partitions, t, rate, "murmur3 % n (pulsar_murmur3_partitioner)");
+        if (o.scheme == "java")
+            return run<keyroute::pulsar_java_string_partitioner>(
+                o, s, partitions, t, rate, "String.hashCode % n (pulsar_java_string_partitioner)");
+        if (o.scheme == "crc32")
+            return run<keyroute::rdkafka_consistent_partitioner>(
+                o, s, partitions, t, rate, "crc32 % n (rdkafka_consistent_partitioner)");
+        if (o.scheme == "fnv1a")
+            return run<keyroute::rdkafka_fnv1a_partitioner>(
+                o, s, partitions, t, rate, "fnv1a % n (rdkafka_fnv1a_partitioner)");
+        return run<keyroute::hash_partitioner<>>(o, s, partitions, t, rate,
+                                                 "xxh3 % n (hash_partitioner<>)");
     } catch (const input_error& e) {
         std::fprintf(stderr, "skew: %s\n", e.what());
         return 1;

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
                 key.push_back(static_cast<char>(rng() & 0xff));
             }
         }
-        for (const char c : key) std::printf("%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        for (const char c : key)
+            std::printf("%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
         std::printf(" %u\n", hash(key));
     }
     return 0;

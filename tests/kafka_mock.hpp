@@ -140,8 +140,8 @@ struct delivery_log {
 /// A producer on `bootstraps` that reports deliveries to `log`; `topic_conf`, if given, becomes
 /// the default topic configuration (ownership taken).
 inline auto make_producer(const std::string& bootstraps, delivery_log& log,
-                          const settings& extra = {},
-                          rd_kafka_topic_conf_t* topic_conf = nullptr) -> handle {
+                          const settings& extra = {}, rd_kafka_topic_conf_t* topic_conf = nullptr)
+    -> handle {
     rd_kafka_conf_t* conf = make_conf({{"bootstrap.servers", bootstraps},
                                        {"linger.ms", "5"},
                                        {"queue.buffering.max.messages", "200000"},
@@ -182,8 +182,8 @@ inline auto to_record(const rd_kafka_message_t* m) -> record {
         const char* name = nullptr;
         const void* value = nullptr;
         std::size_t size = 0;
-        for (std::size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) ==
-                                RD_KAFKA_RESP_ERR_NO_ERROR;
+        for (std::size_t i = 0;
+             rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
              ++i) {
             r.headers.emplace_back(name, value != nullptr
                                              ? std::optional<std::string>(std::string(

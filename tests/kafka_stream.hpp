@@ -38,7 +38,8 @@ struct stream {
     }
     [[nodiscard]] auto window_of(std::size_t id) const -> std::size_t { return id / per_window; }
     [[nodiscard]] auto millis_of(std::size_t id) const -> std::chrono::milliseconds {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(time_of(id).time_since_epoch());
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+            time_of(id).time_since_epoch());
     }
 };
 
@@ -47,7 +48,8 @@ inline auto skewed_stream(std::size_t per_window, std::size_t windows, double ho
     stream s;
     s.per_window = per_window;
     // A window boundary far from the epoch: the router aligns windows to the clock's epoch.
-    s.start = time_point(std::chrono::duration_cast<time_point::duration>(std::chrono::hours(480000)));
+    s.start =
+        time_point(std::chrono::duration_cast<time_point::duration>(std::chrono::hours(480000)));
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> coin(0.0, 1.0);
     for (std::size_t i = 0; i < per_window * windows; ++i) {
@@ -81,9 +83,9 @@ inline auto produce_stream(const std::string& bootstraps, const std::string& top
     delivery_log log(s.keys.size());
     handle rk = make_producer(bootstraps, log);
     for (std::size_t id = 0; id < s.keys.size(); ++id) {
-        const auto r = keyroute::kafka::produce_at(rk.get(), topic.c_str(), router, s.time_of(id),
-                                                   s.keys[id], std::to_string(id), {},
-                                                   delivery_log::opaque(id));
+        const auto r =
+            keyroute::kafka::produce_at(rk.get(), topic.c_str(), router, s.time_of(id), s.keys[id],
+                                        std::to_string(id), {}, delivery_log::opaque(id));
         if (!r) throw std::runtime_error(std::string("produce_at: ") + rd_kafka_err2str(r.error));
         out.partition.push_back(r.partition);
         out.stamp.push_back(r.stamp);

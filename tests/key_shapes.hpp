@@ -9,7 +9,8 @@
 namespace keyroute_test {
 
 /// "user_1", "user_2", ...: sequential ids, the shape hashes find hardest.
-inline auto sequential_keys(std::size_t n, const char* prefix = "user_") -> std::vector<std::string> {
+inline auto sequential_keys(std::size_t n, const char* prefix = "user_")
+    -> std::vector<std::string> {
     std::vector<std::string> keys;
     keys.reserve(n);
     for (std::size_t i = 1; i <= n; ++i) keys.push_back(prefix + std::to_string(i));

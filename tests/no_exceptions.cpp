@@ -28,7 +28,8 @@ void check(bool ok, const char* what) {
 
 template <class P>
 void routes(const P& p, std::uint32_t n) {
-    for (const std::string_view key : {std::string_view(""), std::string_view("user-42"), std::string_view("a\0b", 3)}) {
+    for (const std::string_view key :
+         {std::string_view(""), std::string_view("user-42"), std::string_view("a\0b", 3)}) {
         check(p.route(key) < n, "route in range");
         check(p.route(key) == p.route(key), "route deterministic");
     }
@@ -48,7 +49,8 @@ int main() {
     routes(keyroute::rendezvous_partitioner<>(n), n);
     routes(keyroute::maglev_partitioner<>(n, 1031), n);
     routes(keyroute::key_group_partitioner<>(n, 128), n);
-    check(keyroute::kafka_partitioner(n).route("user-42") == (keyroute::murmur2{}("user-42") & 0x7fffffffU) % n,
+    check(keyroute::kafka_partitioner(n).route("user-42") ==
+              (keyroute::murmur2{}("user-42") & 0x7fffffffU) % n,
           "kafka formula");
 
     // The router: a hot key spreads, a cold key stays home, totals are exact.
@@ -84,16 +86,20 @@ int main() {
     // The resequencer restores an episode's order.
     std::vector<int> out;
     keyroute::resequencer<int> reseq(
-        keyroute::resequencer_config{}, [&](keyroute::delivery<int>&& d) { out.push_back(d.event); },
+        keyroute::resequencer_config{},
+        [&](keyroute::delivery<int>&& d) { out.push_back(d.event); },
         [](const keyroute::gap_report&) {});
     const keyroute::stamp s2{1, 0, 1, 2, true};
     const keyroute::stamp s0{1, 0, 1, 0, true};
     const keyroute::stamp s1{1, 0, 1, 1, true};
-    check(reseq.push("k", s2, 2, keyroute::origin{1, 0}, std::chrono::milliseconds(0)) == keyroute::push_result::accepted,
+    check(reseq.push("k", s2, 2, keyroute::origin{1, 0}, std::chrono::milliseconds(0)) ==
+              keyroute::push_result::accepted,
           "push held");
-    check(reseq.push("k", s0, 0, keyroute::origin{0, 0}, std::chrono::milliseconds(0)) == keyroute::push_result::accepted,
+    check(reseq.push("k", s0, 0, keyroute::origin{0, 0}, std::chrono::milliseconds(0)) ==
+              keyroute::push_result::accepted,
           "push first");
-    check(reseq.push("k", s1, 1, keyroute::origin{2, 0}, std::chrono::milliseconds(0)) == keyroute::push_result::accepted,
+    check(reseq.push("k", s1, 1, keyroute::origin{2, 0}, std::chrono::milliseconds(0)) ==
+              keyroute::push_result::accepted,
           "push second");
     check(out == std::vector<int>{0, 1, 2}, "resequenced order");
 

@@ -82,12 +82,13 @@ struct reseq {
     keyroute::resequencer<int> r;
 
     explicit reseq(const keyroute::resequencer_config& c)
-        : r(c,
-            [this](keyroute::delivery<int>&& d) {
-                delivered.push_back(d.event);
-                orders.push_back(d.order);
-            },
-            [this](const keyroute::gap_report& g) { gaps.push_back(g); }) {}
+        : r(
+              c,
+              [this](keyroute::delivery<int>&& d) {
+                  delivered.push_back(d.event);
+                  orders.push_back(d.order);
+              },
+              [this](const keyroute::gap_report& g) { gaps.push_back(g); }) {}
     reseq(const reseq&) = delete;
     auto operator=(const reseq&) -> reseq& = delete;
 };
@@ -118,7 +119,8 @@ TEST_CASE("bad-input: zero partitions are refused by every scheme, naming the va
     CHECK_THROWS_WITH(keyroute::maglev_partitioner<>(std::vector<std::uint32_t>{}),
                       keyroute_test::contains("got 0 ids"));
     refuses([] { return keyroute::salting_router<>(router_config(0, 0)); });
-    refuses([] { return keyroute::salting_router<keyroute::kafka_partitioner>(router_config(0, 0)); });
+    refuses(
+        [] { return keyroute::salting_router<keyroute::kafka_partitioner>(router_config(0, 0)); });
 }
 
 TEST_CASE("bad-input: counts above a scheme's limit are refused; the limit itself works",
@@ -126,22 +128,27 @@ TEST_CASE("bad-input: counts above a scheme's limit are refused; the limit itsel
     const std::uint64_t int32_limit = 0x7fffffffULL;
     const std::uint64_t uint32_limit = 0xffffffffULL;
     // Kafka and Pulsar partition ids are int32.
-    CHECK_THROWS_WITH(keyroute::kafka_partitioner(int32_limit + 1), keyroute_test::contains("2147483648"));
+    CHECK_THROWS_WITH(keyroute::kafka_partitioner(int32_limit + 1),
+                      keyroute_test::contains("2147483648"));
     CHECK_THROWS_AS(keyroute::pulsar_murmur3_partitioner(int32_limit + 1), std::invalid_argument);
     CHECK_THROWS_AS(keyroute::rdkafka_fnv1a_partitioner(int32_limit + 1), std::invalid_argument);
     CHECK(keyroute::kafka_partitioner(int32_limit).route("user-42") < int32_limit);
     CHECK(keyroute::pulsar_java_string_partitioner(int32_limit).route("user-42") < int32_limit);
     // The generic schemes stop at 2^32-1; a count that does not fit 64 bits after a negative
     // conversion is refused too.
-    CHECK_THROWS_WITH(keyroute::hash_partitioner<>(uint32_limit + 1), keyroute_test::contains("4294967296"));
-    CHECK_THROWS_AS(keyroute::hash_partitioner<>(static_cast<std::uint64_t>(-1)), std::invalid_argument);
+    CHECK_THROWS_WITH(keyroute::hash_partitioner<>(uint32_limit + 1),
+                      keyroute_test::contains("4294967296"));
+    CHECK_THROWS_AS(keyroute::hash_partitioner<>(static_cast<std::uint64_t>(-1)),
+                    std::invalid_argument);
     CHECK(keyroute::hash_partitioner<>(uint32_limit).route("user-42") < uint32_limit);
     CHECK_THROWS_AS(keyroute::jump_partitioner<>(uint32_limit + 1), std::invalid_argument);
     CHECK(keyroute::jump_partitioner<>(uint32_limit).route("user-42") < uint32_limit);
-    CHECK_THROWS_AS(keyroute::jump_partitioner<keyroute::detail::positive31<keyroute::murmur2>>(int32_limit + 1),
+    CHECK_THROWS_AS(keyroute::jump_partitioner<keyroute::detail::positive31<keyroute::murmur2>>(
+                        int32_limit + 1),
                     std::invalid_argument);
     // Rendezvous is O(n) per route: at most 2^24 ids.
-    CHECK_THROWS_WITH(keyroute::rendezvous_partitioner<>((1U << 24U) + 1U), keyroute_test::contains("16777217"));
+    CHECK_THROWS_WITH(keyroute::rendezvous_partitioner<>((1U << 24U) + 1U),
+                      keyroute_test::contains("16777217"));
     // Maglev: no more ids than table slots; the table size a prime in [2, 2^31-1].
     CHECK_THROWS_AS(keyroute::maglev_partitioner<>(258, 257), std::invalid_argument);
     CHECK(keyroute::maglev_partitioner<>(257, 257).route("user-42") < 257U);
@@ -149,21 +156,27 @@ TEST_CASE("bad-input: counts above a scheme's limit are refused; the limit itsel
     CHECK_THROWS_WITH(keyroute::maglev_partitioner<>(1, 1), keyroute_test::contains("got 1"));
     CHECK_THROWS_AS(keyroute::maglev_partitioner<>(1, 0x80000000ULL), std::invalid_argument);
     CHECK_THROWS_AS(keyroute::maglev_partitioner<>::table_size_for(0), std::invalid_argument);
-    CHECK_THROWS_AS(keyroute::maglev_partitioner<>::table_size_for(0x7fffffffULL / 100 + 1), std::invalid_argument);
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>::table_size_for(0x7fffffffULL / 100 + 1),
+                    std::invalid_argument);
     // Key groups: n <= G <= 2^32-1.
-    CHECK_THROWS_WITH(keyroute::key_group_partitioner<>(129, 128), keyroute_test::contains("got 129"));
+    CHECK_THROWS_WITH(keyroute::key_group_partitioner<>(129, 128),
+                      keyroute_test::contains("got 129"));
     CHECK_THROWS_AS(keyroute::key_group_partitioner<>(1, uint32_limit + 1), std::invalid_argument);
     const keyroute::key_group_partitioner<> widest(uint32_limit, uint32_limit);
     CHECK(widest.route("user-42") < uint32_limit);
     // The router: the base partitioner's limit, and the base must agree with the configuration.
-    CHECK_THROWS_AS(keyroute::salting_router<keyroute::kafka_partitioner>(router_config(int32_limit + 1, 0)),
+    CHECK_THROWS_AS(
+        keyroute::salting_router<keyroute::kafka_partitioner>(router_config(int32_limit + 1, 0)),
+        std::invalid_argument);
+    CHECK_THROWS_AS(keyroute::salting_router<>(router_config(uint32_limit + 1, 0)),
                     std::invalid_argument);
-    CHECK_THROWS_AS(keyroute::salting_router<>(router_config(uint32_limit + 1, 0)), std::invalid_argument);
-    CHECK_THROWS_WITH(keyroute::salting_router<>(router_config(8, 0), keyroute::hash_partitioner<>(9)),
-                      keyroute_test::contains("differs"));
+    CHECK_THROWS_WITH(
+        keyroute::salting_router<>(router_config(8, 0), keyroute::hash_partitioner<>(9)),
+        keyroute_test::contains("differs"));
 }
 
-TEST_CASE("bad-input: set_available refuses a partition that does not exist", "[bad-input][router]") {
+TEST_CASE("bad-input: set_available refuses a partition that does not exist",
+          "[bad-input][router]") {
     keyroute::salting_router<> router(router_config(4, 0));
     CHECK_THROWS_WITH(router.set_available(4, false), keyroute_test::contains("partition 4"));
     CHECK_NOTHROW(router.set_available(3, false));
@@ -174,8 +187,10 @@ TEST_CASE("bad-input: set_available refuses a partition that does not exist", "[
 TEST_CASE("bad-input: rendezvous and maglev refuse duplicate ids and bad weights",
           "[bad-input][config]") {
     using rv = keyroute::rendezvous_partitioner<>;
-    CHECK_THROWS_WITH(rv(std::vector<std::uint32_t>{3, 5, 3}), keyroute_test::contains("id 3 more than once"));
-    CHECK_THROWS_AS(keyroute::maglev_partitioner<>(std::vector<std::uint32_t>{1, 1}), std::invalid_argument);
+    CHECK_THROWS_WITH(rv(std::vector<std::uint32_t>{3, 5, 3}),
+                      keyroute_test::contains("id 3 more than once"));
+    CHECK_THROWS_AS(keyroute::maglev_partitioner<>(std::vector<std::uint32_t>{1, 1}),
+                    std::invalid_argument);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
     for (const double bad : {0.0, -1.0, nan, inf}) {
@@ -188,7 +203,8 @@ TEST_CASE("bad-input: rendezvous and maglev refuse duplicate ids and bad weights
 
 // ---- router configuration ------------------------------------------------------------------
 
-TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'", "[bad-input][router]") {
+TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'",
+          "[bad-input][router]") {
     keyroute::salting_router<> router(router_config(16, 0));
     // 16000 events over 1000 keys: no key comes near the automatic threshold.
     std::uint64_t salted = 0;
@@ -238,10 +254,12 @@ TEST_CASE("bad-input: zero or negative windows and out-of-range settings are ref
     rc.max_delay = ms(-1);
     const auto sink = [](keyroute::delivery<int>&&) {};
     const auto gap = [](const keyroute::gap_report&) {};
-    CHECK_THROWS_WITH(keyroute::resequencer<int>(rc, sink, gap), keyroute_test::contains("max_delay"));
+    CHECK_THROWS_WITH(keyroute::resequencer<int>(rc, sink, gap),
+                      keyroute_test::contains("max_delay"));
     rc.max_delay = ms(0);
     rc.episode_ttl = ms(-1);
-    CHECK_THROWS_WITH(keyroute::resequencer<int>(rc, sink, gap), keyroute_test::contains("episode_ttl"));
+    CHECK_THROWS_WITH(keyroute::resequencer<int>(rc, sink, gap),
+                      keyroute_test::contains("episode_ttl"));
     rc.episode_ttl = ms(0);
     CHECK_NOTHROW(keyroute::resequencer<int>(rc, sink, gap));
 }
@@ -256,8 +274,9 @@ TEST_CASE("bad-input: an empty key is a key like any other", "[bad-input][keys]"
     CHECK(keyroute::murmur3_32{}("") == 0U);
     CHECK(keyroute::java_string_hash{}("") == 0U);
     CHECK(keyroute::fnv1a{}("") == 0U - 0x811c9dc5U);  // the offset basis, negative as int32
-    CHECK(keyroute::murmur2{}("") == 0x106e08d9U);      // librdkafka's unit test value for ""
-    CHECK(keyroute::kafka_partitioner(8).route(std::string_view{}) == keyroute::kafka_partitioner(8).route(""));
+    CHECK(keyroute::murmur2{}("") == 0x106e08d9U);     // librdkafka's unit test value for ""
+    CHECK(keyroute::kafka_partitioner(8).route(std::string_view{}) ==
+          keyroute::kafka_partitioner(8).route(""));
     // The router tracks it like any key and the resequencer takes it.
     keyroute::salting_router<> router(router_config(8, 0));
     const auto d = router.decide("", at(0));
@@ -269,8 +288,10 @@ TEST_CASE("bad-input: an empty key is a key like any other", "[bad-input][keys]"
     CHECK(q.delivered == std::vector<int>{5});
 }
 
-TEST_CASE("bad-input: 1 MiB keys hash every byte, route in range, and are bounded in the router and the resequencer",
-          "[bad-input][keys]") {
+TEST_CASE(
+    "bad-input: 1 MiB keys hash every byte, route in range, and are bounded in the router and the "
+    "resequencer",
+    "[bad-input][keys]") {
     const std::string big = one_mib_key('x');
     std::string changed = big;
     changed.back() = static_cast<char>(changed.back() ^ 1);
@@ -324,20 +345,22 @@ TEST_CASE("bad-input: NUL bytes are key bytes", "[bad-input][keys]") {
     CHECK(s.hot_keys[0].key == a_nul_b);
 }
 
-TEST_CASE("bad-input: invalid UTF-8 hashes as Java's decoder replaces it", "[bad-input][keys][java]") {
+TEST_CASE("bad-input: invalid UTF-8 hashes as Java's decoder replaces it",
+          "[bad-input][keys][java]") {
     // Each expectation is the UTF-16 that OpenJDK 17's `new String(bytes, UTF_8)` produces, and
     // its hashCode, which this test recomputes from the code units.
     const keyroute::java_string_hash java;
-    CHECK(java("\xff") == java_hash(u"\uFFFD"));                       // never a lead byte
-    CHECK(java("\x80") == java_hash(u"\uFFFD"));                       // stray continuation
-    CHECK(java("\xc0\xaf") == java_hash(u"\uFFFD\uFFFD"));             // overlong '/'
-    CHECK(java("\xe0\x80\x80") == java_hash(u"\uFFFD\uFFFD\uFFFD"));   // overlong NUL
-    CHECK(java("\xed\xa0\x80") == java_hash(u"\uFFFD"));               // encoded surrogate: one
-    CHECK(java("\xf0\x9f\x98") == java_hash(u"\uFFFD"));               // truncated at the end
-    CHECK(java("a\xe2\x82" "b") == java_hash(u"a\uFFFDb"));            // truncated in the middle
+    CHECK(java("\xff") == java_hash(u"\uFFFD"));                      // never a lead byte
+    CHECK(java("\x80") == java_hash(u"\uFFFD"));                      // stray continuation
+    CHECK(java("\xc0\xaf") == java_hash(u"\uFFFD\uFFFD"));            // overlong '/'
+    CHECK(java("\xe0\x80\x80") == java_hash(u"\uFFFD\uFFFD\uFFFD"));  // overlong NUL
+    CHECK(java("\xed\xa0\x80") == java_hash(u"\uFFFD"));              // encoded surrogate: one
+    CHECK(java("\xf0\x9f\x98") == java_hash(u"\uFFFD"));              // truncated at the end
+    CHECK(java("a\xe2\x82"
+               "b") == java_hash(u"a\uFFFDb"));  // truncated in the middle
     CHECK(java("\xf4\x90\x80\x80") == java_hash(u"\uFFFD\uFFFD\uFFFD\uFFFD"));  // above U+10FFFF
-    CHECK(java("\xf8\x88\x80\x80\x80") == 2408927421U);               // 5-byte form: five U+FFFD
-    CHECK(java("\xf0\x9f\x98\x80") == java_hash(u"\U0001F600"));       // valid: a surrogate pair
+    CHECK(java("\xf8\x88\x80\x80\x80") == 2408927421U);           // 5-byte form: five U+FFFD
+    CHECK(java("\xf0\x9f\x98\x80") == java_hash(u"\U0001F600"));  // valid: a surrogate pair
     CHECK(java("\xf0\x9f\x98\x80") == 1772899U);
     // The Pulsar scheme built on it routes such keys in range, as the Java client does.
     const keyroute::pulsar_java_string_partitioner pulsar(12);
@@ -347,7 +370,8 @@ TEST_CASE("bad-input: invalid UTF-8 hashes as Java's decoder replaces it", "[bad
 
 // ---- time ------------------------------------------------------------------------------------
 
-TEST_CASE("bad-input: a clock that goes back an hour or forward a year", "[bad-input][router][clock]") {
+TEST_CASE("bad-input: a clock that goes back an hour or forward a year",
+          "[bad-input][router][clock]") {
     keyroute::salting_router<> router(router_config(16, 50));
     const std::int64_t t0 = 1700000000000;  // November 2023
     const std::int64_t hour = 3600LL * 1000;
@@ -376,9 +400,9 @@ TEST_CASE("bad-input: a clock that goes back an hour or forward a year", "[bad-i
     CHECK(router.stats().window == t0 / 60000);
     burst(t0 + year);
     CHECK(router.stats().window == (t0 + year) / 60000);
-    burst(t0);         // a year back: still the future window
+    burst(t0);  // a year back: still the future window
     CHECK(router.stats().window == (t0 + year) / 60000);
-    burst(-t0);        // before the epoch
+    burst(-t0);                                           // before the epoch
     CHECK(router.stats().routed == std::uint64_t{2000});  // five bursts of 400
     // The resequencer: a watermark that goes back is ignored.
     reseq q(keyroute::resequencer_config{});
@@ -387,7 +411,8 @@ TEST_CASE("bad-input: a clock that goes back an hour or forward a year", "[bad-i
     CHECK(q.r.watermark() == ms(t0));
 }
 
-TEST_CASE("bad-input: events at the very ends of the resequencer's clock", "[bad-input][resequencer][clock]") {
+TEST_CASE("bad-input: events at the very ends of the resequencer's clock",
+          "[bad-input][resequencer][clock]") {
     keyroute::resequencer_config rc;
     rc.max_delay = ms(1000);
     reseq q(rc);
@@ -437,7 +462,8 @@ TEST_CASE("bad-input: a key at exactly the threshold in the window after it was 
         c.lanes = 1;
         keyroute::salting_router<> router(c);
         for (std::uint64_t i = 0; i < before; ++i) (void)router.decide("k", at(1000));
-        for (std::uint64_t i = 0; i < threshold; ++i) salted += router.decide("k", at(61000)).salted ? 1U : 0U;
+        for (std::uint64_t i = 0; i < threshold; ++i)
+            salted += router.decide("k", at(61000)).salted ? 1U : 0U;
     }
     CHECK(salted == 0);
 }
@@ -477,7 +503,9 @@ namespace {
 struct cells {
     std::uint64_t a;
     std::uint64_t b;
-    friend auto operator==(const cells& x, const cells& y) -> bool { return x.a == y.a && x.b == y.b; }
+    friend auto operator==(const cells& x, const cells& y) -> bool {
+        return x.a == y.a && x.b == y.b;
+    }
 };
 
 auto cells_of(std::string_view key, std::uint64_t seed, std::uint64_t width) -> cells {
@@ -486,8 +514,8 @@ auto cells_of(std::string_view key, std::uint64_t seed, std::uint64_t width) -> 
 }
 
 // Keys whose cells equal the victim's under `seed` (about width^2 hashes each).
-auto craft_collisions(std::string_view victim, std::uint64_t seed, std::uint64_t width, std::size_t count)
-    -> std::vector<std::string> {
+auto craft_collisions(std::string_view victim, std::uint64_t seed, std::uint64_t width,
+                      std::size_t count) -> std::vector<std::string> {
     const cells target = cells_of(victim, seed, width);
     std::vector<std::string> out;
     for (std::uint64_t i = 0; out.size() < count; ++i) {
@@ -499,7 +527,8 @@ auto craft_collisions(std::string_view victim, std::uint64_t seed, std::uint64_t
 
 }  // namespace
 
-TEST_CASE("bad-input: keys crafted to collide in the hot-key sketch", "[bad-input][router][adversarial]") {
+TEST_CASE("bad-input: keys crafted to collide in the hot-key sketch",
+          "[bad-input][router][adversarial]") {
     const std::uint64_t seed_a = 0x1234;
     const std::uint64_t seed_b = 0x9876;
     const std::uint64_t width = 1024;  // 8 partitions
@@ -508,7 +537,8 @@ TEST_CASE("bad-input: keys crafted to collide in the hot-key sketch", "[bad-inpu
     const std::vector<std::string> crafted = craft_collisions(victim, seed_a, width, 3);
 
     // Keys crafted against seed A's cells do not collide under another seed.
-    for (const std::string& k : crafted) CHECK_FALSE(cells_of(k, seed_b, width) == cells_of(victim, seed_b, width));
+    for (const std::string& k : crafted)
+        CHECK_FALSE(cells_of(k, seed_b, width) == cells_of(victim, seed_b, width));
 
     const auto run = [&](std::uint64_t seed, bool& victim_tracked) {
         auto c = router_config(8, threshold);
@@ -547,7 +577,8 @@ TEST_CASE("bad-input: keys crafted to collide in the hot-key sketch", "[bad-inpu
 // ---- resequencer limits and stamps -----------------------------------------------------------
 
 TEST_CASE("bad-input: a full resequencer, release_early and refuse", "[bad-input][resequencer]") {
-    for (const auto policy : {keyroute::full_policy::release_early, keyroute::full_policy::refuse}) {
+    for (const auto policy :
+         {keyroute::full_policy::release_early, keyroute::full_policy::refuse}) {
         CAPTURE(static_cast<int>(policy));
         keyroute::resequencer_config rc;
         rc.max_events = 3;
@@ -560,7 +591,8 @@ TEST_CASE("bad-input: a full resequencer, release_early and refuse", "[bad-input
         for (int e = 0; e < 20; ++e) {
             const keyroute::stamp st{9, 0, static_cast<std::uint64_t>(e + 1), 1, true};
             const auto part = static_cast<std::uint32_t>(e);
-            const auto result = q.r.push("k" + std::to_string(e), st, e, keyroute::origin{part, 0}, ms(e));
+            const auto result =
+                q.r.push("k" + std::to_string(e), st, e, keyroute::origin{part, 0}, ms(e));
             CHECK(q.r.held_events() <= 3);
             if (result == keyroute::push_result::accepted) accepted.insert(e);
             if (result == keyroute::push_result::refused) ++refused;
@@ -594,10 +626,11 @@ TEST_CASE("bad-input: a stamp with sequence 2^64-1", "[bad-input][resequencer][!
     rc.max_bytes = 8;  // 4 + 5 bytes: the first event is too big to hold, delivered at once
     reseq q(rc);
     const std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
-    CHECK(q.r.push("kkkkk", keyroute::stamp{1, 0, 1, top, true}, 1, keyroute::origin{0, 0}, ms(0)) ==
-          keyroute::push_result::accepted);
+    CHECK(q.r.push("kkkkk", keyroute::stamp{1, 0, 1, top, true}, 1, keyroute::origin{0, 0},
+                   ms(0)) == keyroute::push_result::accepted);
     REQUIRE(q.gaps.size() == 1);  // 0 .. 2^64-2 given up
-    const auto second = q.r.push("k", keyroute::stamp{1, 0, 1, 0, true}, 2, keyroute::origin{0, 1}, ms(0));
+    const auto second =
+        q.r.push("k", keyroute::stamp{1, 0, 1, 0, true}, 2, keyroute::origin{0, 1}, ms(0));
     CHECK((second == keyroute::push_result::duplicate ||
            (q.orders.size() == 2 && q.orders[1] == keyroute::delivery_order::late)));
 }
@@ -609,10 +642,12 @@ TEST_CASE("bad-input: malformed stamps are rejected with a reason", "[bad-input]
     CHECK_FALSE(keyroute::try_decode_stamp(std::string(1 << 20, '\x01'), &e));
     CHECK(e != keyroute::stamp_error::none);
     CHECK_THROWS_AS(keyroute::decode_stamp(""), std::runtime_error);
-    CHECK_THROWS_WITH(keyroute::decode_stamp(std::string_view("\x02", 1)), keyroute_test::contains("unknown stamp version"));
+    CHECK_THROWS_WITH(keyroute::decode_stamp(std::string_view("\x02", 1)),
+                      keyroute_test::contains("unknown stamp version"));
 }
 
-TEST_CASE("bad-input: resequencer sinks must exist and must not call back", "[bad-input][resequencer]") {
+TEST_CASE("bad-input: resequencer sinks must exist and must not call back",
+          "[bad-input][resequencer]") {
     const auto gap = [](const keyroute::gap_report&) {};
     CHECK_THROWS_WITH(keyroute::resequencer<int>(keyroute::resequencer_config{}, nullptr, gap),
                       keyroute_test::contains("on_delivery is empty"));

@@ -33,15 +33,16 @@ TEMPLATE_TEST_CASE("1M keys spread uniformly (chi-square)", "[distribution]",
         for (const std::uint32_t n : {7U, 12U, 64U, 100U, 1000U}) {
             // Java's String.hashCode is linear in the characters: sequential ids clump at
             // power-of-two counts. That is the scheme's own property, checked below.
-            constexpr bool java = std::is_same_v<TestType, keyroute::pulsar_java_string_partitioner>;
+            constexpr bool java =
+                std::is_same_v<TestType, keyroute::pulsar_java_string_partitioner>;
             if (java && std::string(s.name) == "sequential" && (n & (n - 1)) == 0) continue;
             const TestType p(n);
             std::vector<std::uint64_t> counts(n, 0);
             for (const auto& k : s.keys) ++counts[p.route(k)];
             const double chi = keyroute_test::chi_square_uniform(counts);
             const double critical = keyroute_test::chi_square_critical(n - 1.0);
-            INFO(s.name << " keys over " << n << " partitions: chi-square " << chi
-                        << ", critical " << critical);
+            INFO(s.name << " keys over " << n << " partitions: chi-square " << chi << ", critical "
+                        << critical);
             CHECK(chi < critical);
         }
     }

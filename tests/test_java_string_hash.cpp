@@ -17,9 +17,9 @@ auto java(std::string_view key) -> std::int32_t {
 }  // namespace
 
 TEST_CASE("java_string_hash hashes UTF-16 code units as Java does", "[hash][java][compat]") {
-    CHECK(java("h\xc3\xa9llo") == 103094734);       // "héllo": é is one UTF-16 unit
+    CHECK(java("h\xc3\xa9llo") == 103094734);           // "héllo": é is one UTF-16 unit
     CHECK(java("\xe6\x97\xa5\xe6\x9c\xac") == 835047);  // "日本"
-    CHECK(java("\xf0\x9f\x98\x80") == 1772899);     // U+1F600: a surrogate pair
+    CHECK(java("\xf0\x9f\x98\x80") == 1772899);         // U+1F600: a surrogate pair
     CHECK(java("tenant-\xe6\x97\xa5\xe6\x9c\xac-42") == 316418369);
     CHECK(java(std::string_view("key\0nul", 7)) == -817954204);  // NUL is a character
 }

@@ -14,7 +14,8 @@
 static_assert(keyroute::jump_consistent_hash(256, 1024) == 520);
 static_assert(keyroute::jump_consistent_hash(0, 1) == 0);
 
-TEST_CASE("jump_consistent_hash matches the reference C++ code's published vectors", "[jump][compat]") {
+TEST_CASE("jump_consistent_hash matches the reference C++ code's published vectors",
+          "[jump][compat]") {
     // github.com/dgryski/go-jump, jump_test.go ("Generated from the reference C++ code"):
     // buckets 1, 2, ... for each key.
     const std::vector<std::pair<std::uint64_t, std::vector<std::uint32_t>>> go_jump = {
@@ -64,7 +65,8 @@ TEST_CASE("growing by one bucket moves a key only to the new bucket", "[jump][re
     }
 }
 
-TEST_CASE("jump_partitioner routes jump_consistent_hash of the 64-bit hash, pinned", "[jump][compat]") {
+TEST_CASE("jump_partitioner routes jump_consistent_hash of the 64-bit hash, pinned",
+          "[jump][compat]") {
     // XXH3_64bits("user_1") = 0x20f909ab6f54d5a1 (pinned in test_partitioner.cpp).
     for (const std::uint32_t n : {1U, 2U, 12U, 13U, 1000U}) {
         CHECK(keyroute::jump_partitioner<>(n).route("user_1") ==

@@ -2,8 +2,8 @@
 // partitions): every message librdkafka's own partitioners place, and every message placed by
 // keyroute's partitioner callbacks, lands (delivery report) and is read back (consumer) on the
 // partition keyroute's matching partitioner computes.
-#include "kafka_mock.hpp"
 #include "keyroute_catch.hpp"
+#include "kafka_mock.hpp"
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
@@ -57,7 +57,7 @@ struct landing {
     std::vector<std::int32_t> delivered;  // by key index, from delivery reports
     std::vector<std::int32_t> consumed;   // by key index, read back from the cluster
     std::size_t delivery_failures = 0;
-    std::size_t records = 0;              // records in the topic
+    std::size_t records = 0;  // records in the topic
 };
 
 auto read_back(const std::string& topic, landing& out) {
@@ -213,8 +213,7 @@ TEMPLATE_TEST_CASE("partitioner_cb places keys where its partitioner routes them
     check_landing(land_c(new_topic("cb"), tconf), TestType(partition_count));
 }
 
-TEST_CASE("partitioner_cb follows the partition count librdkafka passes",
-          "[kafka][compat]") {
+TEST_CASE("partitioner_cb follows the partition count librdkafka passes", "[kafka][compat]") {
     // Built for 7 partitions, installed on a 16-partition topic: it must route among 16.
     const keyroute::kafka::partitioner_cb<keyroute::kafka_partitioner> cb(7);
     rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();

@@ -8,8 +8,8 @@
 // responses, which only a real broker can absorb: one request in flight per connection (a forced
 // disconnect then never follows an appended-but-unanswered request), and the broker goes down
 // between flushes, while new events for it queue up.
-#include "kafka_mock.hpp"
 #include "keyroute_catch.hpp"
+#include "kafka_mock.hpp"
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
@@ -56,9 +56,9 @@ TEST_CASE("an idempotent producer loses and duplicates nothing through broker fa
 
     const auto produce_range = [&](std::size_t first, std::size_t last) {
         for (std::size_t id = first; id < last; ++id) {
-            const auto r = keyroute::kafka::produce(rk.get(), topic.c_str(), partitioner,
-                                                    key_of(id), std::to_string(id), {},
-                                                    kt::delivery_log::opaque(id));
+            const auto r =
+                keyroute::kafka::produce(rk.get(), topic.c_str(), partitioner, key_of(id),
+                                         std::to_string(id), {}, kt::delivery_log::opaque(id));
             REQUIRE(r);
             rd_kafka_poll(rk.get(), 0);
         }
@@ -87,8 +87,7 @@ TEST_CASE("an idempotent producer loses and duplicates nothing through broker fa
     const auto down_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
     while (std::chrono::steady_clock::now() < down_until) rd_kafka_poll(rk.get(), 20);
     const auto up_at = std::chrono::steady_clock::now();
-    REQUIRE(rd_kafka_mock_broker_set_up(cluster.get(), down_broker) ==
-            RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(rd_kafka_mock_broker_set_up(cluster.get(), down_broker) == RD_KAFKA_RESP_ERR_NO_ERROR);
     REQUIRE(kt::flush(rk.get(), std::chrono::seconds(30)));
 
     char errstr[256];

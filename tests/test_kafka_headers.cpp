@@ -1,8 +1,8 @@
 // keyroute::kafka::produce_to / produce and the stamp readers, through a mock cluster: the stamp
 // header goes out only for a real stamp, after the caller's headers, and comes back equal; a
 // malformed stamp header is reported with its reason; errors surface before any message is sent.
-#include "kafka_mock.hpp"
 #include "keyroute_catch.hpp"
+#include "kafka_mock.hpp"
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
@@ -131,8 +131,8 @@ TEST_CASE("produce with a static partitioner sends each key to its partition, un
         kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
         for (std::size_t i = 0; i < n; ++i) {
             const std::string key = "order-" + std::to_string(i);
-            const auto result = kk::produce(rk.get(), topic.c_str(), p, key, std::to_string(i),
-                                            {}, kt::delivery_log::opaque(i));
+            const auto result = kk::produce(rk.get(), topic.c_str(), p, key, std::to_string(i), {},
+                                            kt::delivery_log::opaque(i));
             REQUIRE(result);
             CHECK(result.partition == static_cast<std::int32_t>(p.route(key)));
             CHECK_FALSE(result.stamp);
@@ -153,9 +153,10 @@ TEST_CASE("a malformed stamp header is reported with its reason", "[kafka]") {
     kt::delivery_log log(2);
     {
         kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
-        REQUIRE(kk::produce_to(rk.get(), topic.c_str(), 0, keyroute::stamp{}, "bad-version", "v",
-                               {{"keyroute-stamp", std::string_view("\x02\x00\x01\x01\x01\x00", 6)}}) ==
-                RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(
+            kk::produce_to(rk.get(), topic.c_str(), 0, keyroute::stamp{}, "bad-version", "v",
+                           {{"keyroute-stamp", std::string_view("\x02\x00\x01\x01\x01\x00", 6)}}) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
         REQUIRE(kk::produce_to(rk.get(), topic.c_str(), 1, keyroute::stamp{}, "null-value", "v",
                                {{"keyroute-stamp", std::string_view()}}) ==
                 RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -212,8 +213,8 @@ TEST_CASE("produce_to rejects invalid arguments before producing", "[kafka]") {
 TEST_CASE("a full queue is reported with the decision, which produce_to can retry", "[kafka]") {
     const std::string topic = new_topic("queuefull");
     kt::delivery_log log(2);
-    kt::handle rk = kt::make_producer(cluster().bootstraps(), log,
-                                      {{"queue.buffering.max.messages", "1"}, {"linger.ms", "500"}});
+    kt::handle rk = kt::make_producer(
+        cluster().bootstraps(), log, {{"queue.buffering.max.messages", "1"}, {"linger.ms", "500"}});
     const keyroute::rdkafka_fnv1a_partitioner p(partition_count);
     REQUIRE(kk::produce(rk.get(), topic.c_str(), p, "first", "1", {}, kt::delivery_log::opaque(0)));
     const auto second =
@@ -222,8 +223,8 @@ TEST_CASE("a full queue is reported with the decision, which produce_to can retr
     CHECK(second.error == RD_KAFKA_RESP_ERR__QUEUE_FULL);
     CHECK(second.partition == static_cast<std::int32_t>(p.route("second")));
     REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
-    CHECK(kk::produce_to(rk.get(), topic.c_str(), second.partition, second.stamp, "second", "2",
-                         {}, kt::delivery_log::opaque(1)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    CHECK(kk::produce_to(rk.get(), topic.c_str(), second.partition, second.stamp, "second", "2", {},
+                         kt::delivery_log::opaque(1)) == RD_KAFKA_RESP_ERR_NO_ERROR);
     REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
     CHECK(log.by_id[0].count == 1);
     CHECK(log.by_id[1].count == 1);

@@ -7,9 +7,9 @@
 // The application's output is "durable" only when committed with the offsets and the
 // resequencer's checkpoint (the exactly-once pattern resequencer_checkpoint documents); what the
 // killed consumer delivered after its last commit is lost with it and must be delivered again.
+#include "keyroute_catch.hpp"
 #include "kafka_mock.hpp"
 #include "kafka_stream.hpp"
-#include "keyroute_catch.hpp"
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/resequencer.hpp>
@@ -98,10 +98,10 @@ struct reader {
             if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 const kt::record r = kt::to_record(m);
                 const auto id = static_cast<std::size_t>(std::stoull(r.value));
-                const auto result = reseq->push(
-                    r.key, r.stamp.value_or(keyroute::stamp{}), id,
-                    keyroute::origin{static_cast<std::uint32_t>(r.partition), r.offset},
-                    s->millis_of(id));
+                const auto result =
+                    reseq->push(r.key, r.stamp.value_or(keyroute::stamp{}), id,
+                                keyroute::origin{static_cast<std::uint32_t>(r.partition), r.offset},
+                                s->millis_of(id));
                 if (result == keyroute::push_result::duplicate) ++duplicates;
                 auto& n = next[static_cast<std::size_t>(r.partition)];
                 if (r.offset + 1 > n) n = r.offset + 1;
@@ -132,8 +132,8 @@ TEST_CASE("a consumer killed while holding events loses none and repeats none af
         for (int p = 0; p < partition_count; ++p) {
             std::int64_t lo = 0;
             REQUIRE(rd_kafka_query_watermark_offsets(probe.get(), topic.c_str(), p, &lo,
-                                                     &high[static_cast<std::size_t>(p)], 5000) ==
-                    RD_KAFKA_RESP_ERR_NO_ERROR);
+                                                     &high[static_cast<std::size_t>(p)],
+                                                     5000) == RD_KAFKA_RESP_ERR_NO_ERROR);
         }
     }
     const auto fully_read = [&](const reader& rd, int p) {
@@ -165,7 +165,8 @@ TEST_CASE("a consumer killed while holding events loses none and repeats none af
         REQUIRE(reseq.held_events() > 0U);  // stamped events wait for the paused partition
 
         checkpoint = reseq.checkpoint();
-        rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(partition_count);
+        rd_kafka_topic_partition_list_t* offsets =
+            rd_kafka_topic_partition_list_new(partition_count);
         std::size_t pinned = 0;  // partitions whose safe offset is below what was read
         for (int p = 0; p < partition_count; ++p) {
             const auto safe = reseq.committable_offset(static_cast<std::uint32_t>(p));

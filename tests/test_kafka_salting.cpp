@@ -3,9 +3,9 @@
 // explicit partitions and stamp headers, then read back: every event exactly once on the
 // partition the router chose, balanced partitions from the second window, cold keys in order, and
 // the hot key's order restored by a resequencer fed from the stamp headers.
+#include "keyroute_catch.hpp"
 #include "kafka_mock.hpp"
 #include "kafka_stream.hpp"
-#include "keyroute_catch.hpp"
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/resequencer.hpp>

@@ -14,8 +14,12 @@ using key_group = keyroute::key_group_partitioner<>;
 
 TEST_CASE("a key goes to group hash % G, a group to floor(g n / G)", "[key_group][compat]") {
     std::mt19937_64 rng(9);
-    for (const auto& [n, groups] : {std::pair<std::uint32_t, std::uint32_t>{1, 128}, {12, 128},
-                                    {13, 128}, {128, 128}, {100, 32768}, {65536, 65536},
+    for (const auto& [n, groups] : {std::pair<std::uint32_t, std::uint32_t>{1, 128},
+                                    {12, 128},
+                                    {13, 128},
+                                    {128, 128},
+                                    {100, 32768},
+                                    {65536, 65536},
                                     {3, 0xffffffffU}}) {
         const key_group p(n, groups);
         REQUIRE(p.partitions() == n);
@@ -37,8 +41,12 @@ TEST_CASE("a key goes to group hash % G, a group to floor(g n / G)", "[key_group
 }
 
 TEST_CASE("group ranges are contiguous, cover every group, and agree with routing", "[key_group]") {
-    for (const auto& [n, groups] : {std::pair<std::uint32_t, std::uint32_t>{1, 128}, {12, 128},
-                                    {13, 128}, {127, 128}, {128, 128}, {7, 1000}}) {
+    for (const auto& [n, groups] : {std::pair<std::uint32_t, std::uint32_t>{1, 128},
+                                    {12, 128},
+                                    {13, 128},
+                                    {127, 128},
+                                    {128, 128},
+                                    {7, 1000}}) {
         const key_group p(n, groups);
         std::uint32_t next = 0;
         for (std::uint32_t part = 0; part < n; ++part) {
@@ -67,9 +75,12 @@ TEST_CASE("a 32-bit hash is reduced as it is", "[key_group]") {
 }
 
 TEST_CASE("bad counts are rejected, naming the value", "[key_group][config]") {
-    REQUIRE_THROWS_WITH(key_group(0), keyroute_test::contains("partitions must be in [1, max_key_groups = 128], got 0"));
+    REQUIRE_THROWS_WITH(
+        key_group(0),
+        keyroute_test::contains("partitions must be in [1, max_key_groups = 128], got 0"));
     REQUIRE_THROWS_WITH(key_group(129), keyroute_test::contains("got 129"));
-    REQUIRE_THROWS_WITH(key_group(1, 0), keyroute_test::contains("max_key_groups must be in [1, 4294967295], got 0"));
+    REQUIRE_THROWS_WITH(key_group(1, 0), keyroute_test::contains(
+                                             "max_key_groups must be in [1, 4294967295], got 0"));
     REQUIRE_THROWS_AS(key_group(1, std::uint64_t{1} << 32U), std::invalid_argument);
     REQUIRE_NOTHROW(key_group(128));
     REQUIRE_NOTHROW(key_group(1, 1));

@@ -80,12 +80,14 @@ TEST_CASE("bad id sets and table sizes are rejected, naming the value", "[maglev
     REQUIRE_THROWS_WITH(maglev(ids_t{}), keyroute_test::contains("ids must not be empty"));
     REQUIRE_THROWS_WITH(maglev(ids_t{3, 3}),
                         keyroute_test::contains("ids must be distinct, got id 3 more than once"));
-    REQUIRE_THROWS_WITH(maglev(4, 65536),
-                        keyroute_test::contains("table_size must be a prime in [2, 2147483647], got 65536"));
+    REQUIRE_THROWS_WITH(
+        maglev(4, 65536),
+        keyroute_test::contains("table_size must be a prime in [2, 2147483647], got 65536"));
     REQUIRE_THROWS_WITH(maglev(ids_t{1}, 1), keyroute_test::contains("got 1"));
     REQUIRE_THROWS_WITH(maglev(ids_t{1, 2, 3, 4}, 3),
                         keyroute_test::contains("at most 3 partitions, got 4"));
-    REQUIRE_THROWS_WITH(maglev(0), keyroute_test::contains("partitions must be in [1, 65537], got 0"));
+    REQUIRE_THROWS_WITH(maglev(0),
+                        keyroute_test::contains("partitions must be in [1, 65537], got 0"));
     REQUIRE_THROWS_AS(maglev(65538), std::invalid_argument);
     REQUIRE_THROWS_AS(maglev(2, std::uint64_t{0x7fffffffU} + 2), std::invalid_argument);
     REQUIRE_NOTHROW(maglev(3, 3));

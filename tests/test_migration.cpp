@@ -106,7 +106,8 @@ TEST_CASE("the report matches a naive recount, unweighted and weighted", "[migra
 TEST_CASE("flows balance: inflow = outflow = moved, old and new loads sum to the total",
           "[migration]") {
     const keyroute::jump_partitioner<> before(10), after(17);
-    const auto r = keyroute::compare_partitioners(before, after, keyroute::generated_keys{100000, 7});
+    const auto r =
+        keyroute::compare_partitioners(before, after, keyroute::generated_keys{100000, 7});
     std::uint64_t in = 0, out = 0, old_keys = 0, new_keys = 0;
     for (const auto& f : r.partitions) {
         in += f.keys_in;
@@ -191,12 +192,14 @@ TEST_CASE("the text and JSON writers print the figures", "[migration][output]") 
     r.write_text(text, 2);
     CHECK_THAT(text.str(), keyroute_test::contains("migration: jump \"n=2\" -> jump n=3"));
     CHECK_THAT(text.str(), keyroute_test::contains("sample: 8 keys, weighted"));
-    CHECK_THAT(text.str(), keyroute_test::contains("moved: " + std::to_string(r.moved_keys) + " keys"));
+    CHECK_THAT(text.str(),
+               keyroute_test::contains("moved: " + std::to_string(r.moved_keys) + " keys"));
     CHECK_THAT(text.str(), keyroute_test::contains("... 1 more partitions"));
     std::ostringstream json;
     r.write_json(json);
     const std::string j = json.str();
-    CHECK_THAT(j, keyroute_test::contains("{\"old\":\"jump \\\"n=2\\\"\",\"new\":\"jump n=3\",\"keys\":8,"));
+    CHECK_THAT(j, keyroute_test::contains(
+                      "{\"old\":\"jump \\\"n=2\\\"\",\"new\":\"jump n=3\",\"keys\":8,"));
     CHECK_THAT(j, keyroute_test::contains("\"moved_keys\":" + std::to_string(r.moved_keys) + ","));
     CHECK_THAT(j, keyroute_test::contains("{\"id\":2,\"in_old\":false,\"in_new\":true,"));
     CHECK(j.back() == '\n');

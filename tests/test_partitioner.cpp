@@ -72,7 +72,8 @@ TEST_CASE("the default partitioner is XXH3_64bits % n, pinned", "[partitioner][c
     CHECK(keyroute::hash_partitioner<>(7).route("tenant-42") == 0xee7f6fb0845f540fULL % 7U);
     const keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction> fr(100);
     CHECK(fr.route("user_1") ==
-          static_cast<std::uint32_t>((keyroute::detail::uint128{0x20f909ab6f54d5a1ULL} * 100U) >> 64U));
+          static_cast<std::uint32_t>((keyroute::detail::uint128{0x20f909ab6f54d5a1ULL} * 100U) >>
+                                     64U));
 }
 
 TEST_CASE("named partitioners apply their client's formula", "[partitioner][compat]") {
@@ -114,7 +115,8 @@ TEST_CASE("one partitioner shared by threads gives every thread the same answers
           "[partitioner][threads]") {
     const keyroute::kafka_partitioner p(64);
     std::vector<std::uint32_t> expected(10000);
-    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = p.route("k" + std::to_string(i));
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        expected[i] = p.route("k" + std::to_string(i));
     std::vector<std::size_t> mismatches(2, 0);
     std::vector<std::thread> threads;
     for (std::size_t t = 0; t < 2; ++t) {

@@ -76,7 +76,8 @@ TEST_CASE("chi-square p-values: closed forms", "[quality]") {
             const double x = ratio * k;
             CAPTURE(k, x);
             CHECK(rel_diff(keyroute::regularized_gamma_q(k, x), poisson_q(k, x)) < 1e-10);
-            CHECK(std::fabs(keyroute::regularized_gamma_p(k, x) + keyroute::regularized_gamma_q(k, x) - 1) < 1e-14);
+            CHECK(std::fabs(keyroute::regularized_gamma_p(k, x) +
+                            keyroute::regularized_gamma_q(k, x) - 1) < 1e-14);
         }
     }
     // a = 1/2: P = erf(sqrt(x)); a = 1: P = 1 - e^-x.
@@ -113,7 +114,8 @@ TEST_CASE("incomplete gamma: bad arguments throw", "[quality]") {
     CHECK_THROWS_AS(keyroute::regularized_gamma_q(-1, 1), std::invalid_argument);
     CHECK_THROWS_AS(keyroute::regularized_gamma_p(1, -0.5), std::invalid_argument);
     CHECK_THROWS_AS(keyroute::regularized_gamma_q(1, std::nan("")), std::invalid_argument);
-    CHECK_THROWS_WITH(keyroute::chi_square_p_value(5, 0), keyroute_test::contains("degrees_of_freedom"));
+    CHECK_THROWS_WITH(keyroute::chi_square_p_value(5, 0),
+                      keyroute_test::contains("degrees_of_freedom"));
     CHECK_THROWS_WITH(keyroute::chi_square_p_value(-1, 3), keyroute_test::contains("statistic"));
 }
 
@@ -156,11 +158,12 @@ TEST_CASE("FNV-1 without a finalizer spreads keys but fails avalanche", "[qualit
 
 TEST_CASE("linear hashes fail avalanche; murmur-family hashes pass", "[quality]") {
     CHECK_FALSE(keyroute::hash_quality<keyroute::crc32>("crc32", {}, small_options()).passed());
-    CHECK_FALSE(keyroute::hash_quality<keyroute::java_string_hash>("java", {}, small_options()).passed());
+    CHECK_FALSE(
+        keyroute::hash_quality<keyroute::java_string_hash>("java", {}, small_options()).passed());
     CHECK(keyroute::hash_quality<keyroute::murmur2>("murmur2", {}, small_options()).passed());
     CHECK(keyroute::hash_quality<keyroute::murmur3_32>("murmur3", {}, small_options()).passed());
-    const auto fastrange =
-        keyroute::hash_quality<keyroute::xxh3, keyroute::fastrange_reduction>("xxh3 fastrange", {}, small_options());
+    const auto fastrange = keyroute::hash_quality<keyroute::xxh3, keyroute::fastrange_reduction>(
+        "xxh3 fastrange", {}, small_options());
     CHECK(fastrange.passed());
     CHECK(fastrange.avalanche.output_bits == 64);
 }
@@ -168,10 +171,12 @@ TEST_CASE("linear hashes fail avalanche; murmur-family hashes pass", "[quality]"
 TEST_CASE("hash quality: options are validated, JSON names every field", "[quality]") {
     keyroute::quality_options o = small_options();
     o.partitions = 1;
-    CHECK_THROWS_WITH(keyroute::hash_quality<keyroute::xxh3>("x", {}, o), keyroute_test::contains("partitions"));
+    CHECK_THROWS_WITH(keyroute::hash_quality<keyroute::xxh3>("x", {}, o),
+                      keyroute_test::contains("partitions"));
     o = small_options();
     o.keys = 10;
-    CHECK_THROWS_WITH(keyroute::hash_quality<keyroute::xxh3>("x", {}, o), keyroute_test::contains("quality_options.keys"));
+    CHECK_THROWS_WITH(keyroute::hash_quality<keyroute::xxh3>("x", {}, o),
+                      keyroute_test::contains("quality_options.keys"));
     o = small_options();
     o.avalanche_key_size = 0;
     CHECK_THROWS_WITH(keyroute::hash_quality<keyroute::xxh3>("x", {}, o),
@@ -186,8 +191,9 @@ TEST_CASE("hash quality: options are validated, JSON names every field", "[quali
     CHECK_FALSE(r.passed());
     std::ostringstream json;
     r.write_json(json);
-    for (const char* field : {"\"name\":\"quote\\\"d\"", "\"passed\":false", "\"p_value\":", "\"chi_square\":",
-                              "\"max_over_mean\":", "\"mean_bias\":", "\"worst_bias\":", "\"limits\":"}) {
+    for (const char* field :
+         {"\"name\":\"quote\\\"d\"", "\"passed\":false", "\"p_value\":", "\"chi_square\":",
+          "\"max_over_mean\":", "\"mean_bias\":", "\"worst_bias\":", "\"limits\":"}) {
         CHECK_THAT(json.str(), keyroute_test::contains(field));
     }
 }

@@ -40,9 +40,8 @@ auto mismatches(rd_partitioner reference, bool skip_empty = false) -> std::size_
         for (const auto& k : random_keys()) {
             if (skip_empty && k.empty()) continue;
             // A non-NULL pointer even for the empty key: NULL means "no key" to librdkafka.
-            const int32_t expected =
-                reference(nullptr, k.empty() ? "" : k.data(), k.size(), static_cast<int32_t>(n),
-                          nullptr, nullptr);
+            const int32_t expected = reference(nullptr, k.empty() ? "" : k.data(), k.size(),
+                                               static_cast<int32_t>(n), nullptr, nullptr);
             if (static_cast<std::uint32_t>(expected) != p.route(k)) ++bad;
         }
     }
@@ -67,6 +66,6 @@ TEST_CASE("rdkafka_consistent_partitioner equals librdkafka consistent and consi
 TEST_CASE("rdkafka_fnv1a_partitioner equals librdkafka fnv1a and fnv1a_random",
           "[rdkafka][compat]") {
     CHECK(mismatches<keyroute::rdkafka_fnv1a_partitioner>(&rd_kafka_msg_partitioner_fnv1a) == 0U);
-    CHECK(mismatches<keyroute::rdkafka_fnv1a_partitioner>(
-              &rd_kafka_msg_partitioner_fnv1a_random) == 0U);
+    CHECK(mismatches<keyroute::rdkafka_fnv1a_partitioner>(&rd_kafka_msg_partitioner_fnv1a_random) ==
+          0U);
 }

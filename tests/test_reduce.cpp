@@ -10,12 +10,17 @@
 
 TEST_CASE("fastmod_reduction equals % for 32- and 64-bit hashes", "[reduce]") {
     std::mt19937_64 rng(7);
-    std::vector<std::uint32_t> divisors = {1U, 2U, 3U, 7U, 8U, 12U, 64U, 100U, 1000U, 65535U,
-                                           65536U, 65537U, 0x7fffffffU, 0x80000000U,
-                                           0xfffffffeU, 0xffffffffU};
+    std::vector<std::uint32_t> divisors = {
+        1U,    2U,     3U,     7U,     8U,          12U,         64U,         100U,
+        1000U, 65535U, 65536U, 65537U, 0x7fffffffU, 0x80000000U, 0xfffffffeU, 0xffffffffU};
     for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<std::uint32_t>(rng()) | 1U);
-    const std::vector<std::uint64_t> edges = {0U, 1U, 0x7fffffffU, 0x80000000U, 0xffffffffU,
-                                              0x100000000ULL, std::numeric_limits<std::uint64_t>::max(),
+    const std::vector<std::uint64_t> edges = {0U,
+                                              1U,
+                                              0x7fffffffU,
+                                              0x80000000U,
+                                              0xffffffffU,
+                                              0x100000000ULL,
+                                              std::numeric_limits<std::uint64_t>::max(),
                                               std::numeric_limits<std::uint64_t>::max() - 1};
     for (const std::uint32_t n : divisors) {
         const keyroute::fastmod_reduction fast(n);

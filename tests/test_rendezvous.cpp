@@ -90,7 +90,8 @@ TEST_CASE("weights are honoured: 1M keys land in proportion to weight", "[rendez
     CHECK(chi < keyroute_test::chi_square_critical(3));
 }
 
-TEST_CASE("equal weights route exactly as no weights; weights scale freely", "[rendezvous][weights]") {
+TEST_CASE("equal weights route exactly as no weights; weights scale freely",
+          "[rendezvous][weights]") {
     const std::vector<std::uint32_t> ids = {1, 2, 3, 4, 5, 6};
     const rendezvous plain(ids);
     const rendezvous equal(ids, std::vector<double>(6, 2.5));
@@ -120,7 +121,8 @@ TEST_CASE("bad id sets and weights are rejected, naming the field and value",
                         keyroute_test::contains("weights[0] = nan"));
     REQUIRE_THROWS_AS(rendezvous(ids_t{1, 2}, {1.0, std::numeric_limits<double>::infinity()}),
                       std::invalid_argument);
-    REQUIRE_THROWS_WITH(rendezvous(0), keyroute_test::contains("partitions must be in [1, 16777216], got 0"));
+    REQUIRE_THROWS_WITH(rendezvous(0),
+                        keyroute_test::contains("partitions must be in [1, 16777216], got 0"));
     REQUIRE_THROWS_AS(rendezvous((std::uint64_t{1} << 24U) + 1), std::invalid_argument);
 }
 

@@ -60,14 +60,15 @@ struct harness {
     keyroute::resequencer<int> r;
 
     explicit harness(const keyroute::resequencer_config& c)
-        : r(c,
-            [this](keyroute::delivery<int>&& d) {
-                out.push_back({d.event, std::string(d.key), d.stamp, d.source, d.order});
-            },
-            [this](const keyroute::gap_report& g) {
-                gaps.push_back({g.producer, g.lane, g.episode, g.first_missing, g.last_missing,
-                                std::string(g.key), g.reason});
-            }) {}
+        : r(
+              c,
+              [this](keyroute::delivery<int>&& d) {
+                  out.push_back({d.event, std::string(d.key), d.stamp, d.source, d.order});
+              },
+              [this](const keyroute::gap_report& g) {
+                  gaps.push_back({g.producer, g.lane, g.episode, g.first_missing, g.last_missing,
+                                  std::string(g.key), g.reason});
+              }) {}
     harness(const harness&) = delete;
     auto operator=(const harness&) -> harness& = delete;
 
@@ -180,7 +181,8 @@ TEST_CASE("rule 2: a later episode of the same lane waits behind an earlier one'
     CHECK(h.events() == std::vector<int>{10, 11, 12, 50, 20});
 }
 
-TEST_CASE("rule 3: stamps of different lanes do not wait for each other", "[ordering][resequencer]") {
+TEST_CASE("rule 3: stamps of different lanes do not wait for each other",
+          "[ordering][resequencer]") {
     harness h(config());
     h.stamped("k", lane_a(3), 0, 0, 103);  // held
     h.stamped("k", lane_b(0), 0, 1, 200);  // other lane, same key and partition: passes
@@ -242,9 +244,9 @@ TEST_CASE("the watermark gives up a gap after max_delay and reports it",
           "[ordering][resequencer]") {
     harness h(config(1000, ms(100)));
     h.stamped("k", lane_a(0), 0, 0, 0, ms(0));
-    h.stamped("k", lane_a(3), 0, 1, 3, ms(10));   // waits for 1 and 2
-    h.unstamped("k", 0, 2, 50, ms(20));           // behind it
-    h.stamped("k", lane_a(5), 1, 0, 5, ms(60));   // waits for 4
+    h.stamped("k", lane_a(3), 0, 1, 3, ms(10));  // waits for 1 and 2
+    h.unstamped("k", 0, 2, 50, ms(20));          // behind it
+    h.stamped("k", lane_a(5), 1, 0, 5, ms(60));  // waits for 4
     h.r.advance_watermark(ms(109));
     CHECK(h.events() == std::vector<int>{0});
     CHECK(h.gaps.empty());
@@ -280,7 +282,7 @@ TEST_CASE("the watermark gives up a gap after max_delay and reports it",
 TEST_CASE("a forced event releases what it waits for first, even younger events",
           "[ordering][resequencer]") {
     harness h(config(1000, ms(100)));
-    h.stamped("k", lane_a(2), 0, 0, 2, ms(0));  // deadline 100; waits for 0 and 1
+    h.stamped("k", lane_a(2), 0, 0, 2, ms(0));   // deadline 100; waits for 0 and 1
     h.stamped("k", lane_a(1), 1, 0, 1, ms(90));  // deadline 190; waits for 0
     h.r.advance_watermark(ms(100));
     // 2 cannot go before 1, which is here: 1 goes first, and only 0 is given up.
@@ -339,7 +341,8 @@ TEST_CASE("full buffer, refuse: the push is refused and the event left with the 
     CHECK(r.committable_offset(1) == std::nullopt);  // the refused offset is not passed
     r.advance_watermark(ms(100));
     CHECK(got == std::vector<int>{1});
-    CHECK(r.push("j", lane_b(1), std::move(second), origin{1, 0}, ms(100)) == push_result::accepted);
+    CHECK(r.push("j", lane_b(1), std::move(second), origin{1, 0}, ms(100)) ==
+          push_result::accepted);
     CHECK(r.held_events() == 1);
 }
 
@@ -424,7 +427,8 @@ TEST_CASE("a waiting cycle from a broken producer contract is broken, nothing lo
     // producer) let two lanes wait for each other: B6 <- B5 <- U2 <- A5 <- A4 <- U1 <- B6.
     harness h(config(1000, ms(100)));
     for (std::uint64_t s = 0; s < 4; ++s) h.stamped("k", lane_a(s), 2, -1, static_cast<int>(s));
-    for (std::uint64_t s = 0; s < 5; ++s) h.stamped("k", lane_b(s), 3, -1, 100 + static_cast<int>(s));
+    for (std::uint64_t s = 0; s < 5; ++s)
+        h.stamped("k", lane_b(s), 3, -1, 100 + static_cast<int>(s));
     const std::size_t before = h.out.size();
     h.stamped("k", lane_b(6), 0, 0, 106);
     h.unstamped("k", 0, 1, -1);
@@ -502,7 +506,7 @@ namespace {
 
 struct sim_event {
     std::string key;
-    std::size_t lane = 0;         // index of the producer lane that routed it
+    std::size_t lane = 0;          // index of the producer lane that routed it
     std::uint64_t lane_order = 0;  // position in that lane's routing of that key
     stamp st;
     std::uint32_t partition = 0;
@@ -512,11 +516,11 @@ struct sim_event {
 
 struct sim_options {
     std::uint32_t partitions = 8;
-    double drop = 0.0;        // probability a stamped event is lost
-    double reread = 0.0;      // probability of a rebalance-like re-read at a step
-    bool offsets = true;      // push offsets or not
+    double drop = 0.0;    // probability a stamped event is lost
+    double reread = 0.0;  // probability of a rebalance-like re-read at a step
+    bool offsets = true;  // push offsets or not
     keyroute::resequencer_config config;
-    bool exact = false;       // no early release may happen: check strict lane order and gaps
+    bool exact = false;  // no early release may happen: check strict lane order and gaps
 };
 
 struct simulation {
@@ -556,7 +560,8 @@ auto simulate_producer(std::mt19937_64& rng, const sim_options& o) -> simulation
             for (std::size_t e = 0; e < episodes; ++e) {
                 // Episode ids of a lane only grow; other keys' episodes interleave, so leave room.
                 lane_episode[l] += 1 + rng() % 3;
-                const stamp base{1000 + l, static_cast<std::uint16_t>(l * 7), lane_episode[l], 0, false};
+                const stamp base{1000 + l, static_cast<std::uint16_t>(l * 7), lane_episode[l], 0,
+                                 false};
                 const std::uint64_t length = 1 + rng() % 120;
                 const std::uint64_t head = 1 + rng() % 4;
                 const std::uint64_t tail = 1 + rng() % 3;
@@ -640,15 +645,16 @@ struct consumer {
     std::size_t max_bytes = 0;
     keyroute::resequencer<int> r;
     explicit consumer(const keyroute::resequencer_config& c)
-        : r(c,
-            [this](keyroute::delivery<int>&& d) {
-                out.emplace_back(d.event, d.order);
-                note_memory();
-            },
-            [this](const keyroute::gap_report& g) {
-                gaps.push_back({g.producer, g.lane, g.episode, g.first_missing, g.last_missing,
-                                std::string(g.key), g.reason});
-            }) {}
+        : r(
+              c,
+              [this](keyroute::delivery<int>&& d) {
+                  out.emplace_back(d.event, d.order);
+                  note_memory();
+              },
+              [this](const keyroute::gap_report& g) {
+                  gaps.push_back({g.producer, g.lane, g.episode, g.first_missing, g.last_missing,
+                                  std::string(g.key), g.reason});
+              }) {}
     void note_memory() {
         max_held = std::max(max_held, r.held_events());
         max_bytes = std::max(max_bytes, r.held_bytes());
@@ -667,7 +673,10 @@ struct reader {
     std::size_t unexpected = 0;  // push results contradicting the reference
 
     reader(const simulation& s, const sim_options& opts)
-        : sim(s), o(opts), position(s.logs.size(), 0), read_max(s.logs.size(), 0) {}
+        : sim(s),
+          o(opts),
+          position(s.logs.size(), 0),
+          read_max(s.logs.size(), 0) {}
 
     [[nodiscard]] auto done() const -> bool {
         for (std::size_t p = 0; p < sim.logs.size(); ++p) {
@@ -696,9 +705,9 @@ struct reader {
                     continue;
                 }
                 ++clock;
-                const auto res = c.r.push(ev.key, ev.st, static_cast<int>(id),
-                                          origin{ev.partition, o.offsets ? ev.offset : -1},
-                                          ms(clock));
+                const auto res =
+                    c.r.push(ev.key, ev.st, static_cast<int>(id),
+                             origin{ev.partition, o.offsets ? ev.offset : -1}, ms(clock));
                 ++pushes;
                 c.note_memory();
                 if (res == push_result::refused) {
@@ -721,13 +730,13 @@ struct reader {
 
 // Checks one complete delivery history (possibly two consumers, before and after a crash).
 struct verdict {
-    std::size_t lost = 0;           // not dropped, never delivered
-    std::size_t twice = 0;          // delivered more than once
-    std::size_t dropped_out = 0;    // dropped, yet delivered
-    std::size_t episode_order = 0;  // rule 1 broken among non-late deliveries
+    std::size_t lost = 0;             // not dropped, never delivered
+    std::size_t twice = 0;            // delivered more than once
+    std::size_t dropped_out = 0;      // dropped, yet delivered
+    std::size_t episode_order = 0;    // rule 1 broken among non-late deliveries
     std::size_t partition_order = 0;  // rule 2 broken
-    std::size_t lane_order = 0;     // a lane's events of a key out of routing order
-    std::size_t gap_wrong = 0;      // gaps reported differ from the reference
+    std::size_t lane_order = 0;       // a lane's events of a key out of routing order
+    std::size_t gap_wrong = 0;        // gaps reported differ from the reference
     std::size_t out_of_order = 0;
     std::size_t late = 0;
 };
@@ -849,7 +858,8 @@ TEST_CASE("property: with a long enough max_delay every lane's order is restored
         const simulation sim = simulate_producer(rng, o);
         consumer c(o.config);
         reader rd(sim, o);
-        rd.run(rng, c, std::numeric_limits<std::size_t>::max(), std::vector<int>(sim.events.size(), 0));
+        rd.run(rng, c, std::numeric_limits<std::size_t>::max(),
+               std::vector<int>(sim.events.size(), 0));
         c.r.flush();
         CAPTURE(run, o.partitions, sim.events.size(), o.offsets);
         const verdict v = check_history(sim, c.out, c.gaps, false);
@@ -883,12 +893,13 @@ TEST_CASE("property: short delays and tight memory keep rules 1 and 2, the bound
         o.config.max_events = 1 + rng() % 64;
         o.config.max_bytes = sizeof(int) + 6 + rng() % 400;
         o.config.max_idle_episodes = 1000000;
-        o.config.on_full = run % 2 == 0 ? keyroute::full_policy::release_early
-                                        : keyroute::full_policy::refuse;
+        o.config.on_full =
+            run % 2 == 0 ? keyroute::full_policy::release_early : keyroute::full_policy::refuse;
         const simulation sim = simulate_producer(rng, o);
         consumer c(o.config);
         reader rd(sim, o);
-        rd.run(rng, c, std::numeric_limits<std::size_t>::max(), std::vector<int>(sim.events.size(), 0));
+        rd.run(rng, c, std::numeric_limits<std::size_t>::max(),
+               std::vector<int>(sim.events.size(), 0));
         c.r.advance_watermark(ms(rd.clock) + o.config.max_delay);
         CAPTURE(run, o.partitions, o.config.max_events, o.config.max_bytes, sim.events.size());
         const verdict v = check_history(sim, c.out, c.gaps, false);

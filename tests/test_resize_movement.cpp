@@ -70,7 +70,8 @@ auto modulo_theory(std::uint64_t from, std::uint64_t to) -> double {
 
 auto key_group_theory(std::uint64_t from, std::uint64_t to, std::uint64_t groups) -> double {
     std::uint64_t moved = 0;
-    for (std::uint64_t g = 0; g < groups; ++g) moved += g * from / groups != g * to / groups ? 1 : 0;
+    for (std::uint64_t g = 0; g < groups; ++g)
+        moved += g * from / groups != g * to / groups ? 1 : 0;
     return static_cast<double>(moved) / static_cast<double>(groups);
 }
 

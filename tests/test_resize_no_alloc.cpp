@@ -1,7 +1,7 @@
 // Routing with the resize partitioners never allocates: global operator new is counted here,
 // and must not move during a million routes.
-#include "alloc_counter.hpp"
 #include "keyroute_catch.hpp"
+#include "alloc_counter.hpp"
 
 #include <keyroute/jump.hpp>
 #include <keyroute/key_group.hpp>
@@ -30,7 +30,8 @@ auto allocations_during_routes(const P& p, const std::vector<std::string>& keys)
 
 TEST_CASE("route() does not allocate", "[resize][alloc]") {
     std::vector<std::string> keys;
-    for (int i = 0; i < 4096; ++i) keys.push_back("a-rather-long-key-that-defeats-sso-" + std::to_string(i));
+    for (int i = 0; i < 4096; ++i)
+        keys.push_back("a-rather-long-key-that-defeats-sso-" + std::to_string(i));
     REQUIRE(allocations.load() >= keys.size());  // the counter works: building keys allocated
 
     CHECK(allocations_during_routes(keyroute::jump_partitioner<>(100), keys) == 0);

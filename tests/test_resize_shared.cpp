@@ -39,8 +39,8 @@ void check_shared(const P& p) {
 TEST_CASE("resize partitioners can be shared between threads", "[resize][threads]") {
     check_shared(keyroute::jump_partitioner<>(37));
     check_shared(keyroute::rendezvous_partitioner<>(37));
-    check_shared(keyroute::rendezvous_partitioner<>(std::vector<std::uint32_t>{3, 9, 27},
-                                                    {1.0, 2.0, 4.0}));
+    check_shared(
+        keyroute::rendezvous_partitioner<>(std::vector<std::uint32_t>{3, 9, 27}, {1.0, 2.0, 4.0}));
     check_shared(keyroute::maglev_partitioner<>(37));
     check_shared(keyroute::key_group_partitioner<>(37));
 }

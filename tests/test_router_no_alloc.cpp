@@ -1,7 +1,7 @@
 // The salting router allocates nothing after construction: global operator new is counted, and
 // must not move while 10M distinct keys (and a hot one) are routed across several windows.
-#include "alloc_counter.hpp"
 #include "keyroute_catch.hpp"
+#include "alloc_counter.hpp"
 
 #include <keyroute/partitioner.hpp>
 #include <keyroute/salting_router.hpp>

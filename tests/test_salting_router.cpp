@@ -65,7 +65,8 @@ TEST_CASE("bad configuration is refused, naming the field", "[router][config]") 
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
     c.window = std::chrono::milliseconds(-5);
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("-5"));
-    c.window = std::chrono::hours(24 * 367);  // its length in nanoseconds must stay far from int64's end
+    c.window =
+        std::chrono::hours(24 * 367);  // its length in nanoseconds must stay far from int64's end
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
     c = config(8);
     c.auto_fraction = 0;
@@ -80,20 +81,23 @@ TEST_CASE("bad configuration is refused, naming the field", "[router][config]") 
     c.max_hot_keys = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("max_hot_keys"));
     // The base partitioner must agree on the partition count.
-    REQUIRE_THROWS_WITH(router(config(8), keyroute::hash_partitioner<>(9)), keyroute_test::contains("differs"));
+    REQUIRE_THROWS_WITH(router(config(8), keyroute::hash_partitioner<>(9)),
+                        keyroute_test::contains("differs"));
     // Kafka's scheme refuses counts above 2^31-1, through the router too.
     REQUIRE_THROWS_AS(keyroute::salting_router<keyroute::kafka_partitioner>(config(0x80000000ULL)),
                       std::invalid_argument);
 }
 
-TEST_CASE("cold keys route exactly as the base partitioner, window after window", "[router][cold]") {
+TEST_CASE("cold keys route exactly as the base partitioner, window after window",
+          "[router][cold]") {
     keyroute::salting_router<keyroute::kafka_partitioner> router(config(16));
     const keyroute::kafka_partitioner kafka(16);
     std::size_t moved = 0;
     std::size_t stamped = 0;
     for (std::int64_t w = 0; w < 3; ++w) {
         for (std::size_t i = 0; i < 50000; ++i) {
-            const std::string key = "user-" + std::to_string(i % 5000);  // 10 events each per window
+            const std::string key =
+                "user-" + std::to_string(i % 5000);  // 10 events each per window
             const auto d = router.decide(key, at(w * 60000 + static_cast<std::int64_t>(i)));
             moved += d.partition != kafka.route(key) ? 1 : 0;
             stamped += d.stamp ? 1 : 0;
@@ -105,7 +109,8 @@ TEST_CASE("cold keys route exactly as the base partitioner, window after window"
     CHECK(router.stats().salted == 0);
 }
 
-TEST_CASE("a key with 90% of the traffic spreads; the others keep their partition", "[router][hot]") {
+TEST_CASE("a key with 90% of the traffic spreads; the others keep their partition",
+          "[router][hot]") {
     keyroute::salting_router<> router(config(100));
     const keyroute::hash_partitioner<> base(100);
     std::map<std::string, std::set<std::uint32_t>> used;
@@ -135,7 +140,8 @@ TEST_CASE("a key with 90% of the traffic spreads; the others keep their partitio
     CHECK(s.hot_keys.front().salted);
 }
 
-TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted", "[router][threshold]") {
+TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted",
+          "[router][threshold]") {
     constexpr std::uint64_t threshold = 1000;
     keyroute::salting_router<> router(config(8, threshold));
     // "edge" has exactly `threshold` events in the window, "over" far more; 8000 others one each.
@@ -204,7 +210,8 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
     CHECK(router.stats().window == w + 365LL * 24 * 60);
     run(-120000, 100);  // before the epoch: floor division, still fine
     // The ends of the clock's range: no overflow computing a window's bounds.
-    for (const auto t : {time_point::max(), time_point::min(), time_point::max() - std::chrono::seconds(1)}) {
+    for (const auto t :
+         {time_point::max(), time_point::min(), time_point::max() - std::chrono::seconds(1)}) {
         REQUIRE(router.route("edge", t) < 16U);
         ++routed;
     }
@@ -213,7 +220,8 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
     CHECK(s.salted > 0);
 }
 
-TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events at home", "[router][stamp]") {
+TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events at home",
+          "[router][stamp]") {
     keyroute::salting_router<> router(config(32, 200));
     const keyroute::hash_partitioner<> base(32);
     std::map<std::uint64_t, std::uint64_t> next_sequence;  // episode -> next expected
@@ -231,7 +239,8 @@ TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events
         REQUIRE(d.stamp.episode >= 1U);
         REQUIRE(d.stamp.sequence == next_sequence[d.stamp.episode]++);
         if (d.partition != base.route(key)) left_home = true;
-        if (!left_home && d.stamp.sequence == 0 && d.partition != d.home) stamped_home_first = false;
+        if (!left_home && d.stamp.sequence == 0 && d.partition != d.home)
+            stamped_home_first = false;
     }
     CHECK(left_home);
     CHECK(stamped_home_first);
@@ -283,7 +292,8 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
     CHECK(big.memory_bytes() == before);
 }
 
-TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over", "[router][availability]") {
+TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over",
+          "[router][availability]") {
     auto c = config(8, 50);
     keyroute::salting_router<> router(c);
     const keyroute::hash_partitioner<> base(8);
@@ -313,9 +323,11 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
         if (base.route(key) == 3U) moved_to[key] = d.partition;
     }
     REQUIRE_FALSE(moved_to.empty());
-    for (const auto& [key, p] : moved_to) REQUIRE(failover.decide(key, at(3000)).partition == p);  // stable
+    for (const auto& [key, p] : moved_to)
+        REQUIRE(failover.decide(key, at(3000)).partition == p);  // stable
     failover.set_available(3, true);
-    for (const auto& [key, p] : moved_to) REQUIRE(failover.decide(key, at(4000)).partition == 3U);  // back home
+    for (const auto& [key, p] : moved_to)
+        REQUIRE(failover.decide(key, at(4000)).partition == 3U);  // back home
 }
 
 TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[router][threads]") {
@@ -328,15 +340,18 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     for (int t = 0; t < 3; ++t) {  // 3 threads > 2 cores, and lanes are shared past `lanes`
         threads.emplace_back([&, t] {
             for (int i = 0; i < per_thread; ++i) {
-                const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string((i * 31 + t) % 3000);
+                const std::string key =
+                    i % 2 == 0 ? "hot" : "c" + std::to_string((i * 31 + t) % 3000);
                 const auto d = router.decide(key, at(i / 100));
                 ++routed_per_partition[static_cast<std::size_t>(t) * 16 + d.partition];
-                if (key != "hot" && d.partition != base.route(key)) ++cold_moved[static_cast<std::size_t>(t)];
+                if (key != "hot" && d.partition != base.route(key))
+                    ++cold_moved[static_cast<std::size_t>(t)];
             }
         });
     }
     // Availability changes while the threads route.
-    for (int k = 0; k < 100; ++k) router.set_available(static_cast<std::uint32_t>(k % 16), k % 2 == 0);
+    for (int k = 0; k < 100; ++k)
+        router.set_available(static_cast<std::uint32_t>(k % 16), k % 2 == 0);
     for (auto& th : threads) th.join();
     for (std::uint32_t p = 0; p < 16; ++p) router.set_available(p, true);
     const auto s = router.stats();

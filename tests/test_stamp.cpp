@@ -56,7 +56,8 @@ TEST_CASE("encode_stamp writes the documented version-1 bytes", "[ordering][stam
     CHECK(enc.data() == enc.bytes.data());
     // Unsalted, the flags byte is 0.
     const stamp u{0, 0, 1, 127, false};
-    CHECK(std::string(keyroute::encode_stamp(u).view()) == bytes_of({0x01, 0x00, 0x00, 0x00, 0x01, 0x7F}));
+    CHECK(std::string(keyroute::encode_stamp(u).view()) ==
+          bytes_of({0x01, 0x00, 0x00, 0x00, 0x01, 0x7F}));
 }
 
 TEST_CASE("random stamps round-trip through the wire format", "[ordering][stamp]") {
@@ -99,7 +100,8 @@ TEST_CASE("every stamp_error has its own path", "[ordering][stamp]") {
         CHECK(error_of(good.substr(0, n)) == stamp_error::truncated);
     }
     // lane 65536 = 80 80 04
-    CHECK(error_of(bytes_of({0x01, 0x00, 0x00, 0x80, 0x80, 0x04, 0x01, 0x00})) == stamp_error::bad_lane);
+    CHECK(error_of(bytes_of({0x01, 0x00, 0x00, 0x80, 0x80, 0x04, 0x01, 0x00})) ==
+          stamp_error::bad_lane);
     CHECK(error_of(bytes_of({0x01, 0x00, 0x00, 0x00, 0x00, 0x00})) == stamp_error::zero_episode);
     CHECK(error_of(good + '\0') == stamp_error::trailing_bytes);
     // A varint longer than 64 bits: ten bytes whose last sets bits above 63, or eleven bytes.
@@ -124,9 +126,9 @@ TEST_CASE("every stamp_error has its own path", "[ordering][stamp]") {
     // Every error has a distinct readable name.
     std::set<std::string> names;
     for (const stamp_error e :
-         {stamp_error::none, stamp_error::empty, stamp_error::unknown_version, stamp_error::bad_flags,
-          stamp_error::truncated, stamp_error::bad_lane, stamp_error::zero_episode,
-          stamp_error::trailing_bytes}) {
+         {stamp_error::none, stamp_error::empty, stamp_error::unknown_version,
+          stamp_error::bad_flags, stamp_error::truncated, stamp_error::bad_lane,
+          stamp_error::zero_episode, stamp_error::trailing_bytes}) {
         names.insert(keyroute::to_string(e));
     }
     CHECK(names.size() == 8);

@@ -38,11 +38,12 @@ struct tally {
     std::uint64_t calls = 0;
     std::uint64_t salted = 0;
     std::uint64_t stamped = 0;
-    std::uint64_t cold_moved = 0;        // cold keys off their home partition
-    std::uint64_t cold_salted = 0;       // cold keys placed by the hot-key logic
+    std::uint64_t cold_moved = 0;   // cold keys off their home partition
+    std::uint64_t cold_salted = 0;  // cold keys placed by the hot-key logic
     std::uint64_t out_of_range = 0;
-    std::uint64_t on_dead = 0;           // untracked events on the partition that is always down
-    std::uint64_t tracked_on_dead = 0;   // tracked, unsalted events there (slot handed over mid-call)
+    std::uint64_t on_dead = 0;  // untracked events on the partition that is always down
+    std::uint64_t tracked_on_dead =
+        0;  // tracked, unsalted events there (slot handed over mid-call)
 };
 
 struct scenario {
@@ -76,7 +77,8 @@ void run(const scenario& sc, std::chrono::milliseconds duration, std::vector<tal
             // 5000 cold keys per thread, each far below the threshold per window; three hot keys.
             std::vector<std::string> cold;
             cold.reserve(5000);
-            for (int i = 0; i < 5000; ++i) cold.push_back("cold-" + std::to_string(t) + "-" + std::to_string(i));
+            for (int i = 0; i < 5000; ++i)
+                cold.push_back("cold-" + std::to_string(t) + "-" + std::to_string(i));
             const std::string hot[3] = {"tenant-a", "tenant-b", "tenant-c"};
             std::uint64_t i = 0;
             while (!stop.load(std::memory_order_relaxed)) {
@@ -148,7 +150,7 @@ TEST_CASE("stress: routing threads and availability threads share one router, fa
         CAPTURE(t.calls, t.salted, t.stamped);
         CHECK(t.calls > 0);
         CHECK(t.out_of_range == 0);
-        CHECK(t.cold_moved == 0);   // cold keys never move when failover is off
+        CHECK(t.cold_moved == 0);  // cold keys never move when failover is off
         CHECK(t.cold_salted == 0);
         calls += t.calls;
         salted += t.salted;

@@ -22,7 +22,8 @@
 
 #if defined(__has_include)
 #if !__has_include(<benchmark/benchmark.h>)
-#error "keyroute/bench.hpp needs Google Benchmark (<benchmark/benchmark.h>, target benchmark::benchmark); keyroute/quality.hpp needs nothing"
+#error \
+    "keyroute/bench.hpp needs Google Benchmark (<benchmark/benchmark.h>, target benchmark::benchmark); keyroute/quality.hpp needs nothing"
 #endif
 #endif
 
@@ -94,14 +95,16 @@ inline void standard_shape(benchmark::internal::Benchmark* b) {
 /// (KEYROUTE_BENCHMARK_HASH). `hash` is copied; `partitions` >= 1 (checked by the partitioner).
 /// @throws std::invalid_argument if `partitions` is 0.
 template <class Hash>
-void register_hash(const std::string& name, const Hash& hash = Hash{}, std::uint32_t partitions = 100) {
+void register_hash(const std::string& name, const Hash& hash = Hash{},
+                   std::uint32_t partitions = 100) {
     static_assert((keyroute::detail::check_hash_functor<Hash>(), true));
     const hash_partitioner<Hash> partitioner(partitions, hash);
     benchmark::RegisterBenchmark((name + "/hash").c_str(), [hash](benchmark::State& state) {
         detail::run_over_keys(state, hash);
     })->Apply(detail::standard_shape);
     benchmark::RegisterBenchmark((name + "/route").c_str(), [partitioner](benchmark::State& state) {
-        detail::run_over_keys(state, [&](const std::string& key) { return partitioner.route(key); });
+        detail::run_over_keys(state,
+                              [&](const std::string& key) { return partitioner.route(key); });
     })->Apply(detail::standard_shape);
 }
 
@@ -112,6 +115,6 @@ void register_hash(const std::string& name, const Hash& hash = Hash{}, std::uint
 
 /// Registers the standard benchmarks for the default-constructed hash functor type `Hash`,
 /// named after it, at static initialization. Use at namespace scope, once per type.
-#define KEYROUTE_BENCHMARK_HASH(Hash)                                                          \
-    static const bool KEYROUTE_DETAIL_CAT(keyroute_bench_registered_, __LINE__) =             \
+#define KEYROUTE_BENCHMARK_HASH(Hash)                                             \
+    static const bool KEYROUTE_DETAIL_CAT(keyroute_bench_registered_, __LINE__) = \
         (::keyroute::bench::register_hash<Hash>(#Hash), true)

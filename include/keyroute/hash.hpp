@@ -100,18 +100,13 @@ struct murmur2 {
         }
         const unsigned char* tail = p + 4 * blocks;
         switch (len & 3U) {
-        case 3:
-            h ^= static_cast<std::uint32_t>(tail[2]) << 16U;
-            [[fallthrough]];
-        case 2:
-            h ^= static_cast<std::uint32_t>(tail[1]) << 8U;
-            [[fallthrough]];
+        case 3: h ^= static_cast<std::uint32_t>(tail[2]) << 16U; [[fallthrough]];
+        case 2: h ^= static_cast<std::uint32_t>(tail[1]) << 8U; [[fallthrough]];
         case 1:
             h ^= static_cast<std::uint32_t>(tail[0]);
             h *= m;
             break;
-        default:
-            break;
+        default: break;
         }
         h ^= h >> 13U;
         h *= m;
@@ -178,9 +173,9 @@ struct crc32 {
 /// stray continuation bytes) becomes one U+FFFD per maximal subpart, as in the Unicode
 /// Standard's "U+FFFD substitution of maximal subparts", except that, as in Java, an encoded
 /// surrogate (ED A0..BF xx) is one U+FFFD. So any bytes are accepted and hash the way Java would
-/// see them; tests/java checks this against the JDK on random and ill-formed keys. Pulsar's own C++ client differs for non-ASCII keys (it
-/// adds each byte as a signed char); this functor matches the Java client.
-/// Returns the raw 32-bit value (Java's int, as unsigned). O(len). Thread-safe.
+/// see them; tests/java checks this against the JDK on random and ill-formed keys. Pulsar's own C++
+/// client differs for non-ASCII keys (it adds each byte as a signed char); this functor matches the
+/// Java client. Returns the raw 32-bit value (Java's int, as unsigned). O(len). Thread-safe.
 struct java_string_hash {
     [[nodiscard]] auto operator()(std::string_view key) const noexcept -> std::uint32_t {
         const unsigned char* p = detail::bytes(key);
@@ -274,12 +269,8 @@ struct murmur3_32 {
         const unsigned char* tail = p + 4 * blocks;
         std::uint32_t k = 0;
         switch (len & 3U) {
-        case 3:
-            k ^= static_cast<std::uint32_t>(tail[2]) << 16U;
-            [[fallthrough]];
-        case 2:
-            k ^= static_cast<std::uint32_t>(tail[1]) << 8U;
-            [[fallthrough]];
+        case 3: k ^= static_cast<std::uint32_t>(tail[2]) << 16U; [[fallthrough]];
+        case 2: k ^= static_cast<std::uint32_t>(tail[1]) << 8U; [[fallthrough]];
         case 1:
             k ^= static_cast<std::uint32_t>(tail[0]);
             k *= c1;
@@ -287,8 +278,7 @@ struct murmur3_32 {
             k *= c2;
             h ^= k;
             break;
-        default:
-            break;
+        default: break;
         }
         h ^= static_cast<std::uint32_t>(len);
         h ^= h >> 16U;

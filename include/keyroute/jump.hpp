@@ -37,7 +37,8 @@ constexpr auto jump_consistent_hash(std::uint64_t key, std::uint32_t buckets) no
         // The next jump is (b + 1) / r, r uniform in (0, 1] from the LCG's top 31 bits; computed
         // as (b + 1) * (2^31 / d), the paper's order of rounding, so that results match it bit
         // for bit.
-        const double inv_r = static_cast<double>(1ULL << 31U) / static_cast<double>((key >> 33U) + 1U);
+        const double inv_r =
+            static_cast<double>(1ULL << 31U) / static_cast<double>((key >> 33U) + 1U);
         j = static_cast<std::int64_t>(static_cast<double>(b + 1) * inv_r);
     }
     return static_cast<std::uint32_t>(b);

@@ -117,9 +117,9 @@ private:
 
     static auto check_partitions(std::uint64_t partitions, std::uint32_t groups) -> std::uint32_t {
         if (partitions == 0 || partitions > groups) {
-            detail::invalid_argument(std::string(who) + ": partitions must be in [1, max_key_groups = " +
-                                     std::to_string(groups) + "], got " +
-                                     std::to_string(partitions));
+            detail::invalid_argument(
+                std::string(who) + ": partitions must be in [1, max_key_groups = " +
+                std::to_string(groups) + "], got " + std::to_string(partitions));
         }
         return static_cast<std::uint32_t>(partitions);
     }

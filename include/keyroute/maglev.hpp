@@ -78,8 +78,8 @@ public:
                                      std::to_string(max_table_size / 100U) + "], got " +
                                      std::to_string(max_partitions));
         }
-        std::uint64_t m = max_partitions * 100U < default_table_size ? default_table_size
-                                                                     : max_partitions * 100U;
+        std::uint64_t m =
+            max_partitions * 100U < default_table_size ? default_table_size : max_partitions * 100U;
         while (!detail::is_prime(m)) ++m;
         return static_cast<std::uint32_t>(m);
     }
@@ -147,7 +147,7 @@ private:
         const std::size_t n = m_ids.size();
         constexpr std::uint32_t empty = 0xffffffffU;
         std::vector<std::uint32_t> owner(m_table_size, empty);  // slot -> index into m_ids
-        std::vector<std::uint64_t> position(n);                  // next slot each id tries
+        std::vector<std::uint64_t> position(n);                 // next slot each id tries
         std::vector<std::uint64_t> skip(n);
         for (std::size_t i = 0; i < n; ++i) {
             position[i] = detail::fmix64(std::uint64_t{m_ids[i]} ^ 0x5851f42d4c957f2dULL) % m;

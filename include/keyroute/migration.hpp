@@ -33,22 +33,22 @@ namespace keyroute {
 /// One partition id's share of a migration. Traffic is the sum of the keys' weights (their key
 /// count when the sample is unweighted).
 struct partition_flow {
-    std::uint32_t partition = 0;   ///< the partition id
-    bool in_old = false;           ///< the old partitioner has this partition (when enumerable)
-    bool in_new = false;           ///< the new partitioner has this partition (when enumerable)
-    std::uint64_t old_keys = 0;    ///< sampled keys the old partitioner routes here
-    std::uint64_t new_keys = 0;    ///< sampled keys the new partitioner routes here
-    std::uint64_t keys_in = 0;     ///< keys routed here now that went elsewhere before
-    std::uint64_t keys_out = 0;    ///< keys routed here before that go elsewhere now
-    double old_traffic = 0;        ///< traffic routed here before (old load)
-    double new_traffic = 0;        ///< traffic routed here now (new load)
-    double traffic_in = 0;         ///< traffic that arrives from other partitions (inflow)
-    double traffic_out = 0;        ///< traffic that leaves for other partitions (outflow)
+    std::uint32_t partition = 0;  ///< the partition id
+    bool in_old = false;          ///< the old partitioner has this partition (when enumerable)
+    bool in_new = false;          ///< the new partitioner has this partition (when enumerable)
+    std::uint64_t old_keys = 0;   ///< sampled keys the old partitioner routes here
+    std::uint64_t new_keys = 0;   ///< sampled keys the new partitioner routes here
+    std::uint64_t keys_in = 0;    ///< keys routed here now that went elsewhere before
+    std::uint64_t keys_out = 0;   ///< keys routed here before that go elsewhere now
+    double old_traffic = 0;       ///< traffic routed here before (old load)
+    double new_traffic = 0;       ///< traffic routed here now (new load)
+    double traffic_in = 0;        ///< traffic that arrives from other partitions (inflow)
+    double traffic_out = 0;       ///< traffic that leaves for other partitions (outflow)
 };
 
 /// The result of compare_partitioners(). Plain data; the writers are const and thread-safe.
 struct migration_report {
-    std::string old_label;         ///< optional names for the writers, e.g. "kafka n=12"
+    std::string old_label;  ///< optional names for the writers, e.g. "kafka n=12"
     std::string new_label;
     std::uint64_t keys = 0;        ///< keys in the sample
     std::uint64_t moved_keys = 0;  ///< keys whose partition changes
@@ -81,13 +81,14 @@ struct migration_report {
         }
         s << "\nsample: " << keys << " keys, "
           << (weighted ? "weighted (traffic = sum of weights)" : "unweighted (traffic = key count)")
-          << "\n" << std::fixed << std::setprecision(2) << "moved: " << moved_keys << " keys ("
-          << 100 * moved_key_share() << "%), " << 100 * moved_traffic_share()
-          << "% of traffic\n";
+          << "\n"
+          << std::fixed << std::setprecision(2) << "moved: " << moved_keys << " keys ("
+          << 100 * moved_key_share() << "%), " << 100 * moved_traffic_share() << "% of traffic\n";
         s << std::setw(10) << "partition" << std::setw(10) << "old %" << std::setw(10) << "new %"
           << std::setw(10) << "in %" << std::setw(10) << "out %" << std::setw(12) << "old keys"
           << std::setw(12) << "new keys" << std::setw(12) << "keys in" << std::setw(12)
-          << "keys out" << "\n";
+          << "keys out"
+          << "\n";
         const double scale = traffic > 0 ? 100 / traffic : 0.0;
         const std::size_t rows = std::min(max_rows, partitions.size());
         for (std::size_t i = 0; i < rows; ++i) {
@@ -243,12 +244,10 @@ public:
         : m_old(before),
           m_new(after),
           m_flows(std::max(max_partition_id(before), max_partition_id(after))) {
-        enumerate_ids(before, flow_table::dense_limit, [&](std::uint32_t id) {
-            m_flows.at(id).in_old = true;
-        });
-        enumerate_ids(after, flow_table::dense_limit, [&](std::uint32_t id) {
-            m_flows.at(id).in_new = true;
-        });
+        enumerate_ids(before, flow_table::dense_limit,
+                      [&](std::uint32_t id) { m_flows.at(id).in_old = true; });
+        enumerate_ids(after, flow_table::dense_limit,
+                      [&](std::uint32_t id) { m_flows.at(id).in_new = true; });
     }
 
     void add(std::string_view key, double weight) {
@@ -323,9 +322,9 @@ auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
     }
     const auto count = static_cast<std::size_t>(std::distance(std::begin(keys), std::end(keys)));
     if (!weights.empty() && weights.size() != count) {
-        detail::invalid_argument(std::string(who) + ": weights must be empty or have one entry per key, got " +
-                                 std::to_string(weights.size()) + " weights for " +
-                                 std::to_string(count) + " keys");
+        detail::invalid_argument(
+            std::string(who) + ": weights must be empty or have one entry per key, got " +
+            std::to_string(weights.size()) + " weights for " + std::to_string(count) + " keys");
     }
     detail::migration_accumulator<Old, New> acc(before, after);
     std::size_t i = 0;

@@ -25,8 +25,8 @@ namespace keyroute {
 
 namespace detail {
 
-inline auto check_partition_count(std::uint64_t partitions, std::uint32_t max,
-                                  const char* who) -> std::uint32_t {
+inline auto check_partition_count(std::uint64_t partitions, std::uint32_t max, const char* who)
+    -> std::uint32_t {
     if (partitions == 0 || partitions > max) {
         invalid_argument(std::string(who) + ": partitions must be in [1, " + std::to_string(max) +
                          "], got " + std::to_string(partitions));
@@ -64,7 +64,8 @@ public:
     ///         names the value.
     explicit hash_partitioner(std::uint64_t partitions, Hash hash = Hash{})
         : m_hash(hash),
-          m_reduce(detail::check_partition_count(partitions, max_partitions, "keyroute partitioner")),
+          m_reduce(
+              detail::check_partition_count(partitions, max_partitions, "keyroute partitioner")),
           m_partitions(static_cast<std::uint32_t>(partitions)) {}
 
     /// The partition of `key`, in [0, partitions()). Any bytes; an empty key is a key like any
@@ -102,7 +103,7 @@ template <class Hash>
 struct positive31 {
     static constexpr std::uint32_t max_partitions = 0x7fffffffU;
     [[nodiscard]] auto operator()(std::string_view key) const noexcept -> std::uint32_t {
-        return Hash{}(key) & 0x7fffffffU;
+        return Hash{}(key)&0x7fffffffU;
     }
 };
 
@@ -154,8 +155,7 @@ public:
 /// Pulsar's Murmur3_32Hash routing (the default of its Java and C++ clients):
 /// `signSafeMod(murmur3_32(key, seed 0) & 0x7fffffff, n)`. n in [1, 2^31-1].
 /// Compatibility contract.
-class pulsar_murmur3_partitioner final
-    : public hash_partitioner<detail::positive31<murmur3_32>> {
+class pulsar_murmur3_partitioner final : public hash_partitioner<detail::positive31<murmur3_32>> {
 public:
     using hash_partitioner::hash_partitioner;
 };

@@ -115,10 +115,13 @@ inline auto gamma_q_fraction(double a, double x) -> double {
 /// The p-value of a chi-square statistic: P(X >= statistic) for X ~ chi-square with
 /// `degrees_of_freedom`, that is Q(df / 2, statistic / 2).
 /// @pre degrees_of_freedom > 0, statistic >= 0. @throws std::invalid_argument otherwise.
-[[nodiscard]] inline auto chi_square_p_value(double statistic, double degrees_of_freedom) -> double {
+[[nodiscard]] inline auto chi_square_p_value(double statistic, double degrees_of_freedom)
+    -> double {
     if (!(degrees_of_freedom > 0) || !std::isfinite(degrees_of_freedom)) {
-        detail::invalid_argument("keyroute::chi_square_p_value: degrees_of_freedom must be finite "
-                                 "and > 0, got " + std::to_string(degrees_of_freedom));
+        detail::invalid_argument(
+            "keyroute::chi_square_p_value: degrees_of_freedom must be finite "
+            "and > 0, got " +
+            std::to_string(degrees_of_freedom));
     }
     if (!(statistic >= 0) || std::isnan(statistic)) {
         detail::invalid_argument("keyroute::chi_square_p_value: statistic must be >= 0, got " +
@@ -166,11 +169,11 @@ struct distribution_quality {
 /// output bit always or never flips. A good hash's biases are noise of about 1 / sqrt(samples).
 struct avalanche_quality {
     std::uint32_t input_bits = 0;
-    std::uint32_t output_bits = 0;     ///< 32 or 64, the hash's width
-    std::uint64_t samples = 0;         ///< keys per input bit
-    double mean_bias = 0;              ///< over all (input bit, output bit) pairs
-    double worst_bias = 0;             ///< the largest
-    std::uint32_t worst_input_bit = 0; ///< where the largest is (bit 0 = lowest bit of byte 0)
+    std::uint32_t output_bits = 0;      ///< 32 or 64, the hash's width
+    std::uint64_t samples = 0;          ///< keys per input bit
+    double mean_bias = 0;               ///< over all (input bit, output bit) pairs
+    double worst_bias = 0;              ///< the largest
+    std::uint32_t worst_input_bit = 0;  ///< where the largest is (bit 0 = lowest bit of byte 0)
     std::uint32_t worst_output_bit = 0;
 };
 
@@ -180,7 +183,7 @@ struct quality_report {
     std::uint32_t partitions = 0;
     std::vector<distribution_quality> distribution;  ///< random keys, then sequential ids
     avalanche_quality avalanche;
-    double min_p_value = 0;       ///< the limits applied (automatic ones resolved)
+    double min_p_value = 0;  ///< the limits applied (automatic ones resolved)
     double max_load_ratio = 0;
     double max_mean_bias = 0;
     double max_worst_bias = 0;
@@ -208,8 +211,8 @@ struct quality_report {
           << avalanche.worst_output_bit << ")\n";
         s << "  limits: p >= " << std::scientific << std::setprecision(0) << min_p_value
           << std::fixed << std::setprecision(3) << ", max/mean <= " << max_load_ratio
-          << ", mean bias <= " << std::setprecision(4) << max_mean_bias << ", worst bias <= "
-          << max_worst_bias << "\n";
+          << ", mean bias <= " << std::setprecision(4) << max_mean_bias
+          << ", worst bias <= " << max_worst_bias << "\n";
         if (passed()) {
             s << "  PASS\n";
         } else {
@@ -239,8 +242,8 @@ struct quality_report {
             json_string(s, d.keys);
             s << ",\"count\":" << d.count << ",\"chi_square\":" << d.chi_square
               << ",\"degrees_of_freedom\":" << d.degrees_of_freedom << ",\"p_value\":" << d.p_value
-              << ",\"max_over_mean\":" << d.max_over_mean << ",\"min_over_mean\":"
-              << d.min_over_mean << "}";
+              << ",\"max_over_mean\":" << d.max_over_mean
+              << ",\"min_over_mean\":" << d.min_over_mean << "}";
         }
         s << "],\"avalanche\":{\"input_bits\":" << avalanche.input_bits
           << ",\"output_bits\":" << avalanche.output_bits << ",\"samples\":" << avalanche.samples
@@ -297,7 +300,8 @@ private:
 };
 
 inline void check_quality_options(const quality_options& o) {
-    const auto fail = [](const std::string& field, const std::string& rule, const std::string& got) {
+    const auto fail = [](const std::string& field, const std::string& rule,
+                         const std::string& got) {
         invalid_argument("keyroute::hash_quality: quality_options." + field + " must be " + rule +
                          ", got " + got);
     };
@@ -390,7 +394,8 @@ auto avalanche_test(const Hash& hash, std::uint64_t samples, std::size_t key_siz
     a.samples = samples;
     double total = 0;
     for (std::size_t k = 0; k < flips.size(); ++k) {
-        const double bias = std::fabs(2.0 * static_cast<double>(flips[k]) / static_cast<double>(samples) - 1.0);
+        const double bias =
+            std::fabs(2.0 * static_cast<double>(flips[k]) / static_cast<double>(samples) - 1.0);
         total += bias;
         if (bias > a.worst_bias) {
             a.worst_bias = bias;
@@ -436,34 +441,40 @@ auto hash_quality(std::string name, const Hash& hash = Hash{}, const quality_opt
     const double mean = static_cast<double>(options.keys) / options.partitions;
     const double samples = static_cast<double>(options.avalanche_keys);
     r.min_p_value = options.min_p_value;
-    r.max_load_ratio = options.max_load_ratio > 0 ? options.max_load_ratio : 1.0 + 7.0 / std::sqrt(mean);
+    r.max_load_ratio =
+        options.max_load_ratio > 0 ? options.max_load_ratio : 1.0 + 7.0 / std::sqrt(mean);
     r.max_mean_bias = options.max_mean_bias > 0 ? options.max_mean_bias : 1.5 / std::sqrt(samples);
-    r.max_worst_bias = options.max_worst_bias > 0 ? options.max_worst_bias : 6.0 / std::sqrt(samples);
+    r.max_worst_bias =
+        options.max_worst_bias > 0 ? options.max_worst_bias : 6.0 / std::sqrt(samples);
 
     const Reduction reduce(options.partitions);
     for (const bool sequential : {false, true}) {
         distribution_quality d = detail::distribution_test(hash, reduce, options.partitions,
                                                            options.keys, sequential, options.seed);
         if (d.p_value < r.min_p_value) {
-            r.failures.push_back(d.keys + ": chi-square p-value " + detail::format_number(d.p_value, 3) +
-                                 " < " + detail::format_number(r.min_p_value, 3) +
+            r.failures.push_back(d.keys + ": chi-square p-value " +
+                                 detail::format_number(d.p_value, 3) + " < " +
+                                 detail::format_number(r.min_p_value, 3) +
                                  " (the partition counts are not uniform)");
         }
         if (d.max_over_mean > r.max_load_ratio) {
-            r.failures.push_back(d.keys + ": max/mean load " + detail::format_number(d.max_over_mean, 4) +
-                                 " > " + detail::format_number(r.max_load_ratio, 4));
+            r.failures.push_back(d.keys + ": max/mean load " +
+                                 detail::format_number(d.max_over_mean, 4) + " > " +
+                                 detail::format_number(r.max_load_ratio, 4));
         }
         r.distribution.push_back(std::move(d));
     }
     r.avalanche = detail::avalanche_test(hash, options.avalanche_keys, options.avalanche_key_size,
                                          options.seed ^ 0x5bd1e995ULL);
     if (r.avalanche.mean_bias > r.max_mean_bias) {
-        r.failures.push_back("avalanche: mean bias " + detail::format_number(r.avalanche.mean_bias, 3) +
-                             " > " + detail::format_number(r.max_mean_bias, 3));
+        r.failures.push_back("avalanche: mean bias " +
+                             detail::format_number(r.avalanche.mean_bias, 3) + " > " +
+                             detail::format_number(r.max_mean_bias, 3));
     }
     if (r.avalanche.worst_bias > r.max_worst_bias) {
-        r.failures.push_back("avalanche: worst bias " + detail::format_number(r.avalanche.worst_bias, 3) +
-                             " > " + detail::format_number(r.max_worst_bias, 3) + " (input bit " +
+        r.failures.push_back("avalanche: worst bias " +
+                             detail::format_number(r.avalanche.worst_bias, 3) + " > " +
+                             detail::format_number(r.max_worst_bias, 3) + " (input bit " +
                              std::to_string(r.avalanche.worst_input_bit) + " -> output bit " +
                              std::to_string(r.avalanche.worst_output_bit) + ")");
     }

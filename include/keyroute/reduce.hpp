@@ -45,7 +45,9 @@ private:
 class fastmod_reduction {
 public:
     constexpr explicit fastmod_reduction(std::uint32_t n) noexcept
-        : m_m32(~std::uint64_t{0} / n + 1), m_m64(~detail::uint128{0} / n + 1), m_n(n) {}
+        : m_m32(~std::uint64_t{0} / n + 1),
+          m_m64(~detail::uint128{0} / n + 1),
+          m_n(n) {}
 
     [[nodiscard]] constexpr auto operator()(std::uint32_t h) const noexcept -> std::uint32_t {
         const std::uint64_t low = m_m32 * h;

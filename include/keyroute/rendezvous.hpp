@@ -72,7 +72,9 @@ public:
     ///         is zero, negative, infinite or NaN; the message names its index, value and id.
     rendezvous_partitioner(std::vector<std::uint32_t> ids, std::vector<double> weights,
                            Hash hash = Hash{})
-        : m_hash(hash), m_ids(std::move(ids)), m_weights(std::move(weights)) {
+        : m_hash(hash),
+          m_ids(std::move(ids)),
+          m_weights(std::move(weights)) {
         detail::check_id_set(m_ids, m_weights, max_partitions, who);
         m_seeds.reserve(m_ids.size());
         for (const std::uint32_t id : m_ids) m_seeds.push_back(seed_of(id));

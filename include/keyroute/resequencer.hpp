@@ -122,7 +122,8 @@ enum class push_result {
 enum class delivery_order {
     in_order,      ///< rules 1 and 2 hold for it
     late,          ///< its sequence had been given up as missing (and reported) before it arrived
-    out_of_order,  ///< released to break a waiting cycle (only when the producer broke its contract)
+    out_of_order,  ///< released to break a waiting cycle (only when the producer broke its
+                   ///< contract)
 };
 
 /// Why sequences were given up.
@@ -156,25 +157,25 @@ struct gap_report {
 /// One released event, handed to the delivery sink.
 template <class Event>
 struct delivery {
-    Event event;           ///< the event as pushed (moved along, never copied by the buffer)
-    std::string_view key;  ///< valid only during the delivery sink call
-    keyroute::stamp stamp;  ///< `stamp{}` (false) for an unstamped event
+    Event event;              ///< the event as pushed (moved along, never copied by the buffer)
+    std::string_view key;     ///< valid only during the delivery sink call
+    keyroute::stamp stamp;    ///< `stamp{}` (false) for an unstamped event
     keyroute::origin source;  ///< where it was read from, as pushed
-    std::chrono::milliseconds time{};  ///< the time given to push()
+    std::chrono::milliseconds time{};                 ///< the time given to push()
     delivery_order order = delivery_order::in_order;  ///< in order, late or out of order
 };
 
 /// Counters since construction (or restore), for monitoring and tests.
 struct resequencer_stats {
-    std::uint64_t pushed = 0;         ///< push() calls that returned accepted or duplicate
-    std::uint64_t delivered = 0;      ///< events handed to the delivery sink
-    std::uint64_t held = 0;           ///< events that had to wait in the buffer
-    std::uint64_t duplicates = 0;     ///< push() calls that returned duplicate
-    std::uint64_t refused = 0;        ///< push() calls that returned refused
-    std::uint64_t late = 0;           ///< deliveries with delivery_order::late
-    std::uint64_t out_of_order = 0;   ///< deliveries with delivery_order::out_of_order
-    std::uint64_t gaps = 0;           ///< gap reports
-    std::uint64_t missing = 0;        ///< sequences given up, summed over gap reports
+    std::uint64_t pushed = 0;              ///< push() calls that returned accepted or duplicate
+    std::uint64_t delivered = 0;           ///< events handed to the delivery sink
+    std::uint64_t held = 0;                ///< events that had to wait in the buffer
+    std::uint64_t duplicates = 0;          ///< push() calls that returned duplicate
+    std::uint64_t refused = 0;             ///< push() calls that returned refused
+    std::uint64_t late = 0;                ///< deliveries with delivery_order::late
+    std::uint64_t out_of_order = 0;        ///< deliveries with delivery_order::out_of_order
+    std::uint64_t gaps = 0;                ///< gap reports
+    std::uint64_t missing = 0;             ///< sequences given up, summed over gap reports
     std::uint64_t forgotten_episodes = 0;  ///< idle episodes forgotten (ttl or count)
 };
 
@@ -187,7 +188,7 @@ struct resequencer_checkpoint {
     /// One partition's read position and the offsets the replay must deliver.
     struct partition_state {
         std::uint32_t partition = 0;
-        std::int64_t next_offset = 0;           ///< one past the highest offset accepted
+        std::int64_t next_offset = 0;            ///< one past the highest offset accepted
         std::vector<std::int64_t> held_offsets;  ///< below next_offset, not delivered yet
     };
     /// One remembered episode's progress (for duplicate and late detection).
@@ -272,8 +273,8 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
     }
     if (c.max_idle_episodes == 0) fail("max_idle_episodes", "must be >= 1, got 0");
     if (c.on_full != full_policy::release_early && c.on_full != full_policy::refuse) {
-        fail("on_full", "is not a full_policy value: " +
-                            std::to_string(static_cast<int>(c.on_full)));
+        fail("on_full",
+             "is not a full_policy value: " + std::to_string(static_cast<int>(c.on_full)));
     }
     return c;
 }
@@ -376,7 +377,8 @@ public:
             const deadline_item item = m_deadlines.front();
             std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
             m_deadlines.pop_back();
-            if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, gap_reason::timeout);
+            if (is_pending(item.slot, item.serial))
+                force(item.slot, item.serial, gap_reason::timeout);
         }
         forget_idle_episodes();
     }
@@ -389,7 +391,8 @@ public:
             const deadline_item item = m_deadlines.front();
             std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
             m_deadlines.pop_back();
-            if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, gap_reason::flush);
+            if (is_pending(item.slot, item.serial))
+                force(item.slot, item.serial, gap_reason::flush);
         }
         forget_idle_episodes();
     }
@@ -526,7 +529,7 @@ private:
         std::string key;
         std::uint32_t partition = 0;
         std::uint64_t hash = 0;
-        fifo* chain = nullptr;  // next fifo with the same hash
+        fifo* chain = nullptr;             // next fifo with the same hash
         std::vector<std::uint32_t> items;  // slots; [head, size) are live
         std::size_t head = 0;
         std::size_t unstamped = 0;
@@ -877,19 +880,17 @@ private:
         return static_cast<std::uint32_t>(m_slots.size() - 1);
     }
 
-    [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept
-        -> bool {
+    [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept -> bool {
         return slot < m_slots.size() && m_slots[slot]->serial == serial;
     }
 
     // Lazy deletion leaves stale deadlines; rebuild when they outnumber the live ones.
     void compact_deadlines() {
         if (m_deadlines.size() < 64 || m_deadlines.size() < 4 * m_events) return;
-        m_deadlines.erase(std::remove_if(m_deadlines.begin(), m_deadlines.end(),
-                                         [&](const deadline_item& d) {
-                                             return !is_pending(d.slot, d.serial);
-                                         }),
-                          m_deadlines.end());
+        m_deadlines.erase(
+            std::remove_if(m_deadlines.begin(), m_deadlines.end(),
+                           [&](const deadline_item& d) { return !is_pending(d.slot, d.serial); }),
+            m_deadlines.end());
         std::make_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
     }
 
@@ -1037,7 +1038,8 @@ private:
                 q.items.clear();
                 q.head = 0;
             } else if (q.head >= 32 && q.head * 2 >= q.items.size()) {
-                q.items.erase(q.items.begin(), q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
+                q.items.erase(q.items.begin(),
+                              q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
                 q.head = 0;
             }
         } else {
@@ -1154,10 +1156,10 @@ private:
     }
 
     void forget_idle_episodes() {
-        while (m_idle_head != nullptr &&
-               (m_idle_count > m_config.max_idle_episodes ||
-                detail::saturating_add(m_idle_head->last_time, m_config.episode_ttl) <=
-                    m_watermark)) {
+        while (
+            m_idle_head != nullptr &&
+            (m_idle_count > m_config.max_idle_episodes ||
+             detail::saturating_add(m_idle_head->last_time, m_config.episode_ttl) <= m_watermark)) {
             episode_state& ep = *m_idle_head;
             idle_unlink(ep);
             ++m_stats.forgotten_episodes;

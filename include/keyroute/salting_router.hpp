@@ -94,23 +94,23 @@ struct route_decision {
 
 /// One tracked key, as reported by salting_router::stats().
 struct hot_key_info {
-    std::string key;             ///< the key, or its first 24 bytes when `truncated`
+    std::string key;  ///< the key, or its first 24 bytes when `truncated`
     bool truncated = false;
-    std::uint64_t events = 0;    ///< exact events counted in the current window since admission
-    bool salted = false;         ///< hot (spread) in the current window
+    std::uint64_t events = 0;  ///< exact events counted in the current window since admission
+    bool salted = false;       ///< hot (spread) in the current window
 };
 
 /// A snapshot of a salting_router's state.
 struct salting_stats {
-    std::int64_t window = 0;                   ///< current window index
-    std::uint64_t threshold = 0;               ///< the hot threshold now in force
-    std::uint64_t routed = 0;                  ///< events routed since construction
-    std::uint64_t salted = 0;                  ///< of which placed by the hot-key logic
-    std::uint64_t stamped = 0;                 ///< of which carried a stamp
-    std::uint64_t admissions_refused = 0;      ///< candidates not tracked: the table was full
-    std::vector<std::uint64_t> partition_load; ///< events per partition, current window
-    std::vector<hot_key_info> hot_keys;        ///< tracked keys, hottest first
-    std::size_t memory_bytes = 0;              ///< state allocated at construction
+    std::int64_t window = 0;                    ///< current window index
+    std::uint64_t threshold = 0;                ///< the hot threshold now in force
+    std::uint64_t routed = 0;                   ///< events routed since construction
+    std::uint64_t salted = 0;                   ///< of which placed by the hot-key logic
+    std::uint64_t stamped = 0;                  ///< of which carried a stamp
+    std::uint64_t admissions_refused = 0;       ///< candidates not tracked: the table was full
+    std::vector<std::uint64_t> partition_load;  ///< events per partition, current window
+    std::vector<hot_key_info> hot_keys;         ///< tracked keys, hottest first
+    std::size_t memory_bytes = 0;               ///< state allocated at construction
 };
 
 namespace detail {
@@ -174,7 +174,8 @@ public:
     /// @throws std::invalid_argument if `base.partitions() != config.partitions` or any
     ///         configuration value is invalid.
     salting_router(const salting_config& config, Partitioner base)
-        : m_base(std::move(base)), m_config(validate(config)) {
+        : m_base(std::move(base)),
+          m_config(validate(config)) {
         if (m_base.partitions() != config.partitions) {
             detail::invalid_argument("salting_config.partitions (" +
                                      std::to_string(config.partitions) +
@@ -191,7 +192,8 @@ public:
             std::clamp<std::uint64_t>(detail::next_pow2(32ULL * m_n), 1024, 8192);
         m_sketch_mask = static_cast<std::uint32_t>(width - 1);
         m_sketch = std::make_unique<std::atomic<std::uint32_t>[]>(2 * width);
-        const std::uint64_t slots = std::max<std::uint64_t>(8, detail::next_pow2(2ULL * m_config.max_hot_keys));
+        const std::uint64_t slots =
+            std::max<std::uint64_t>(8, detail::next_pow2(2ULL * m_config.max_hot_keys));
         m_slots = static_cast<std::uint32_t>(slots);
         m_fp = std::make_unique<std::atomic<std::uint64_t>[]>(slots);
         m_tags = std::make_unique<std::atomic<std::uint64_t>[]>(slots / probe_group);
@@ -199,7 +201,8 @@ public:
         m_lanes = m_config.lanes;
         m_lane = std::make_unique<lane[]>(m_lanes + 1U);
         m_lane[m_lanes].shared = true;
-        m_load = std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{m_lanes + 1U} * 2U * m_n);
+        m_load =
+            std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{m_lanes + 1U} * 2U * m_n);
         m_slot_state = std::make_unique<slot_state[]>(std::size_t{m_lanes + 1U} * m_slots);
         m_down = std::make_unique<std::atomic<std::uint8_t>[]>(m_n);
         m_run_load = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
@@ -245,7 +248,8 @@ public:
         // its end.
         const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
         std::int64_t event_window = ln.win_index.load(std::memory_order_relaxed);
-        if (ticks < ln.win_lo.load(std::memory_order_relaxed) || ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
+        if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
+            ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
             event_window = window_of(now).first;
             cache_window(ln, event_window);
         }
@@ -271,8 +275,9 @@ public:
         std::uint32_t slot = find(fp);
         if (slot == no_slot || !live(m_entries[slot], w)) {
             const std::uint32_t estimate = sketch_add(h, w);
-            slot = estimate >= lv.admit.load(std::memory_order_relaxed) ? admit(ln, key, fp, d.home, w, estimate, slot)
-                                                                          : no_slot;
+            slot = estimate >= lv.admit.load(std::memory_order_relaxed)
+                       ? admit(ln, key, fp, d.home, w, estimate, slot)
+                       : no_slot;
         }
         if (slot != no_slot) {
             tracked(ln, slot, fp, w, frac, lv, d);
@@ -356,15 +361,20 @@ public:
 
     /// Bytes of state allocated at construction (the router never allocates after it).
     [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t {
-        return sizeof(*this) + std::size_t{2} * (m_sketch_mask + 1U) * sizeof(std::atomic<std::uint32_t>) +
-               std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) + m_slots +
-               std::size_t{m_lanes + 1U} * (sizeof(lane) + std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
-                                            std::size_t{m_slots} * sizeof(slot_state)) +
+        return sizeof(*this) +
+               std::size_t{2} * (m_sketch_mask + 1U) * sizeof(std::atomic<std::uint32_t>) +
+               std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) +
+               m_slots +
+               std::size_t{m_lanes + 1U} *
+                   (sizeof(lane) + std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
+                    std::size_t{m_slots} * sizeof(slot_state)) +
                m_n * sizeof(std::atomic<std::uint8_t>) +
                std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
-               (m_fill ? std::size_t{m_n} * (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint32_t) +
-                                             sizeof(std::uint32_t) + 2 * sizeof(double)) +
-                             std::size_t{m_slots} * sizeof(key_volume) + std::size_t{2} * pieces_per_window() * sizeof(plan_piece) +
+               (m_fill ? std::size_t{m_n} *
+                                 (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint32_t) +
+                                  sizeof(std::uint32_t) + 2 * sizeof(double)) +
+                             std::size_t{m_slots} * sizeof(key_volume) +
+                             std::size_t{2} * pieces_per_window() * sizeof(plan_piece) +
                              std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>)
                        : 0);
     }
@@ -375,7 +385,8 @@ private:
     template <class P>
     struct has_wide_hash<P, std::void_t<decltype(std::declval<const P&>().hash(std::string_view{})),
                                         decltype(std::declval<const P&>().reduce(std::uint64_t{}))>>
-        : std::is_same<decltype(std::declval<const P&>().hash(std::string_view{})), std::uint64_t> {};
+        : std::is_same<decltype(std::declval<const P&>().hash(std::string_view{})), std::uint64_t> {
+    };
     /// True when the base partitioner exposes a 64-bit hash and its reduction (hash_partitioner
     /// over a 64-bit hash, such as the default XXH3): the route path then hashes the key once.
     static constexpr bool reuses_base_hash = has_wide_hash<Partitioner>::value;
@@ -421,17 +432,18 @@ private:
     struct slot_state {
         std::atomic<std::uint64_t> seq_word{0};  // episode tag (24 bits) | next sequence (40 bits)
         std::atomic<std::uint64_t> run_word{0};  // partition (32) | window (8) | events left (24)
-        std::atomic<std::uint64_t> pending{0};   // window (32) | events counted here, not yet in entry::count
+        std::atomic<std::uint64_t> pending{
+            0};  // window (32) | events counted here, not yet in entry::count
     };
 
     /// Per-lane cache of the levels that gate admission and hotness (see levels_of).
     struct levels {
         std::atomic<std::int64_t> window{detail::no_window};
-        std::atomic<std::uint64_t> until{0};      // recompute when the lane has seen this many events
-        std::atomic<std::uint64_t> admit{0};      // sketch estimate that nominates a candidate
+        std::atomic<std::uint64_t> until{0};  // recompute when the lane has seen this many events
+        std::atomic<std::uint64_t> admit{0};  // sketch estimate that nominates a candidate
         std::atomic<std::uint64_t> threshold{0};  // exact count that proves a key hot
-        std::atomic<double> scale{0};             // expected window volume / volume so far (0: no projection)
-        std::atomic<double> bar{0};               // the threshold projections are held to
+        std::atomic<double> scale{0};  // expected window volume / volume so far (0: no projection)
+        std::atomic<double> bar{0};    // the threshold projections are held to
     };
 
     struct alignas(64) lane {
@@ -461,12 +473,17 @@ private:
     }
 
     static auto validate(const salting_config& c) -> salting_config {
-        const auto fail = [](const std::string& what) { detail::invalid_argument("salting_config." + what); };
+        const auto fail = [](const std::string& what) {
+            detail::invalid_argument("salting_config." + what);
+        };
         if (c.partitions == 0) fail("partitions must be at least 1, got 0");
-        if (c.partitions > 0xffffffffULL) fail("partitions must be below 2^32, got " + std::to_string(c.partitions));
-        if (c.window.count() <= 0) fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
+        if (c.partitions > 0xffffffffULL)
+            fail("partitions must be below 2^32, got " + std::to_string(c.partitions));
+        if (c.window.count() <= 0)
+            fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
         if (c.window > std::chrono::hours(24 * 366)) {
-            fail("window must be at most a year (31,622,400,000 ms), got " + std::to_string(c.window.count()) + " ms");
+            fail("window must be at most a year (31,622,400,000 ms), got " +
+                 std::to_string(c.window.count()) + " ms");
         }
         if (!(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0)) {
             fail("auto_fraction must be in (0, 1], got " + std::to_string(c.auto_fraction));
@@ -479,15 +496,18 @@ private:
             fail("max_hot_keys must be in [1, 4096], got " + std::to_string(c.max_hot_keys));
         }
         if (c.lanes > 256) fail("lanes must be at most 256, got " + std::to_string(c.lanes));
-        if (c.threshold > 0xffffffffULL) fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
+        if (c.threshold > 0xffffffffULL)
+            fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
         salting_config resolved = c;
-        if (resolved.lanes == 0) resolved.lanes = std::clamp(std::thread::hardware_concurrency(), 2U, 8U);
+        if (resolved.lanes == 0)
+            resolved.lanes = std::clamp(std::thread::hardware_concurrency(), 2U, 8U);
         return resolved;
     }
 
     /// The window of time t, and how far into it t is, in [0, 1).
     [[nodiscard]] auto window_of(time_point t) const noexcept -> std::pair<std::int64_t, double> {
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+        const auto ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
         const std::int64_t len = m_config.window.count();
         std::int64_t q = ms / len;
         std::int64_t r = ms % len;
@@ -505,7 +525,8 @@ private:
         std::int64_t lo = 0;
         std::int64_t hi = 0;
         if (__builtin_mul_overflow(len, w, &lo) || __builtin_add_overflow(lo, len, &hi)) {
-            lo = 1;  // a window at the ends of the clock's range: an empty cache, computed each time
+            lo =
+                1;  // a window at the ends of the clock's range: an empty cache, computed each time
             hi = 0;
         }
         ln.win_lo.store(lo, std::memory_order_relaxed);
@@ -517,12 +538,15 @@ private:
     [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
         const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
         const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
-        return hi > lo ? std::clamp(static_cast<double>(ticks - lo) / static_cast<double>(hi - lo), 0.0, 1.0) : 1.0;
+        return hi > lo ? std::clamp(static_cast<double>(ticks - lo) / static_cast<double>(hi - lo),
+                                    0.0, 1.0)
+                       : 1.0;
     }
 
     /// The events window w will hold, from the previous window's volume or, without one, from
     /// the events so far and how far into the window `frac` is (steady rates assumed).
-    [[nodiscard]] auto expected_total(std::int64_t w, std::uint64_t total, double frac) const noexcept -> double {
+    [[nodiscard]] auto expected_total(std::int64_t w, std::uint64_t total,
+                                      double frac) const noexcept -> double {
         const std::uint64_t prev = previous_total(w);
         if (prev != 0) return static_cast<double>(std::max(prev, total));
         return static_cast<double>(total) / std::clamp(frac, 1.0 / 64, 1.0);
@@ -573,7 +597,8 @@ private:
     /// home first and then the partitions with the most room, in pieces of at least 2% of the
     /// mean, so each key keeps to few partitions. Traffic is assumed to change slowly between
     /// windows; keys that turn hot without a plan are placed by load alone.
-    void plan_window(std::int64_t from, std::int64_t to, std::uint64_t total, std::uint64_t salted) noexcept {
+    void plan_window(std::int64_t from, std::int64_t to, std::uint64_t total,
+                     std::uint64_t salted) noexcept {
         const auto prev = static_cast<std::uint64_t>(from) & 1U;
         const auto next = static_cast<std::uint64_t>(to) & 1U;
         std::uint32_t* base = m_scratch_base.get();
@@ -581,13 +606,16 @@ private:
         for (std::uint32_t p = 0; p < m_n; ++p) {
             const std::uint64_t all = load_of(p, from);
             const std::uint64_t runs = m_run_load[prev * m_n + p].load(std::memory_order_relaxed);
-            base[p] = static_cast<std::uint32_t>(std::min<std::uint64_t>(all > runs ? all - runs : 0, 0xffffffffU));
+            base[p] = static_cast<std::uint32_t>(
+                std::min<std::uint64_t>(all > runs ? all - runs : 0, 0xffffffffU));
             order[p] = p;
         }
-        std::sort(order, order + m_n, [&](std::uint32_t a, std::uint32_t b) { return base[a] < base[b]; });
+        std::sort(order, order + m_n,
+                  [&](std::uint32_t a, std::uint32_t b) { return base[a] < base[b]; });
         std::atomic<std::uint32_t>* fill = m_fill.get() + next * m_n;
         for (std::uint32_t p = 0; p < m_n; ++p) fill[p].store(order[p], std::memory_order_relaxed);
-        m_fill_low[next].store(water_count(order, base, static_cast<double>(salted)), std::memory_order_relaxed);
+        m_fill_low[next].store(water_count(order, base, static_cast<double>(salted)),
+                               std::memory_order_relaxed);
         m_fill_window[next].store(to, std::memory_order_release);
         m_plan_used[next].store(0, std::memory_order_release);
         if (salted == 0) return;
@@ -604,8 +632,12 @@ private:
                 continue;
             }
             const double c =
-                static_cast<double>(e.count_window.load(std::memory_order_relaxed) == from ? e.count.load(std::memory_order_relaxed) : 0) +
-                static_cast<double>(e.admit_window.load(std::memory_order_relaxed) == from ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
+                static_cast<double>(e.count_window.load(std::memory_order_relaxed) == from
+                                        ? e.count.load(std::memory_order_relaxed)
+                                        : 0) +
+                static_cast<double>(e.admit_window.load(std::memory_order_relaxed) == from
+                                        ? e.admit_estimate.load(std::memory_order_relaxed)
+                                        : 0);
             keys[k++] = key_volume{c, s, 0.0};
             counted_sum += c;
         }
@@ -624,8 +656,10 @@ private:
         // A little headroom above the exact level lets each key fill fewer, fuller partitions.
         level += headroom * mean;
         double* room = m_scratch_room.get();
-        for (std::uint32_t p = 0; p < m_n; ++p) room[p] = std::max(0.0, level - static_cast<double>(base[p]));
-        std::sort(keys, keys + k, [](const key_volume& a, const key_volume& b) { return a.volume > b.volume; });
+        for (std::uint32_t p = 0; p < m_n; ++p)
+            room[p] = std::max(0.0, level - static_cast<double>(base[p]));
+        std::sort(keys, keys + k,
+                  [](const key_volume& a, const key_volume& b) { return a.volume > b.volume; });
         const double sliver = 0.05 * mean;
         plan_piece* out = m_plan.get() + next * pieces_per_window();
         std::uint32_t used = 0;
@@ -677,7 +711,9 @@ private:
                 vol[pieces - 1] += remaining;  // no room left anywhere: the last piece takes it
             }
             for (std::uint32_t j = 0; j < pieces; ++j) {
-                out[first + j].hint.store(static_cast<std::uint32_t>(std::min(vol[j], 4294967295.0)), std::memory_order_relaxed);
+                out[first + j].hint.store(
+                    static_cast<std::uint32_t>(std::min(vol[j], 4294967295.0)),
+                    std::memory_order_relaxed);
             }
             used += pieces;
             e.plan_first.store(first, std::memory_order_relaxed);
@@ -697,7 +733,9 @@ private:
         const plan_piece* begin = m_plan.get() + parity * pieces_per_window() + first;
         for (std::uint32_t i = 0; i < pieces; ++i) {
             const std::uint32_t p = begin[i].partition.load(std::memory_order_relaxed);
-            if (p < m_n) m_reserved[parity * m_n + p].fetch_add(begin[i].hint.load(std::memory_order_relaxed), std::memory_order_relaxed);
+            if (p < m_n)
+                m_reserved[parity * m_n + p].fetch_add(
+                    begin[i].hint.load(std::memory_order_relaxed), std::memory_order_relaxed);
         }
     }
 
@@ -711,8 +749,11 @@ private:
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         const std::uint64_t total = std::max<std::uint64_t>(window_total(w), 1);
         const std::uint64_t counted =
-            exact + (e.admit_window.load(std::memory_order_relaxed) == w ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
-        const double share = std::min(1.0, static_cast<double>(counted) / static_cast<double>(total));
+            exact + (e.admit_window.load(std::memory_order_relaxed) == w
+                         ? e.admit_estimate.load(std::memory_order_relaxed)
+                         : 0);
+        const double share =
+            std::min(1.0, static_cast<double>(counted) / static_cast<double>(total));
         const double expected = expected_total(w, total, frac);
         const double scale = expected / static_cast<double>(total);
         const double mean = expected / static_cast<double>(m_n);
@@ -720,23 +761,28 @@ private:
         const double sliver = 0.05 * mean;
         // An early share is noisy: plan a quarter more room than it suggests.
         double remaining = 1.25 * share * expected;
-        const auto most = static_cast<std::uint32_t>(std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
+        const auto most = static_cast<std::uint32_t>(
+            std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
         const std::uint32_t first = m_plan_used[parity].fetch_add(most, std::memory_order_acq_rel);
-        if (first + most > pieces_per_window()) return;  // out of piece space: load-driven placement
+        if (first + most > pieces_per_window())
+            return;  // out of piece space: load-driven placement
         plan_piece* out = m_plan.get() + parity * pieces_per_window() + first;
         const auto room_of = [&](std::uint32_t p) {
             if (m_down[p].load(std::memory_order_relaxed) != 0) return 0.0;
             const std::uint64_t all = load_of(p, w);
             const std::uint64_t runs = m_run_load[parity * m_n + p].load(std::memory_order_relaxed);
-            const double projected = static_cast<double>(all > runs ? all - runs : 0) * scale +
-                                     static_cast<double>(m_reserved[parity * m_n + p].load(std::memory_order_relaxed));
+            const double projected =
+                static_cast<double>(all > runs ? all - runs : 0) * scale +
+                static_cast<double>(m_reserved[parity * m_n + p].load(std::memory_order_relaxed));
             return std::max(0.0, level - projected);
         };
         std::uint32_t pieces = 0;
         const auto take = [&](std::uint32_t p, double x) {
             out[pieces].partition.store(p, std::memory_order_relaxed);
-            out[pieces].hint.store(static_cast<std::uint32_t>(std::min(x, 4294967295.0)), std::memory_order_relaxed);
-            m_reserved[parity * m_n + p].fetch_add(static_cast<std::uint32_t>(std::min(x, 4294967295.0)), std::memory_order_relaxed);
+            out[pieces].hint.store(static_cast<std::uint32_t>(std::min(x, 4294967295.0)),
+                                   std::memory_order_relaxed);
+            m_reserved[parity * m_n + p].fetch_add(
+                static_cast<std::uint32_t>(std::min(x, 4294967295.0)), std::memory_order_relaxed);
             ++pieces;
             remaining -= x;
         };
@@ -777,8 +823,8 @@ private:
     }
 
     /// How many of the lowest base loads (in `order`) a volume raises to a common level.
-    [[nodiscard]] auto water_count(const std::uint32_t* order, const std::uint32_t* base, double volume) const noexcept
-        -> std::uint32_t {
+    [[nodiscard]] auto water_count(const std::uint32_t* order, const std::uint32_t* base,
+                                   double volume) const noexcept -> std::uint32_t {
         double filled = 0;
         std::uint32_t low = 1;
         for (std::uint32_t i = 1; i < m_n; ++i) {
@@ -818,7 +864,8 @@ private:
         const bool keep_previous = seen == w - 1;
         for (std::uint64_t par = 0; par < 2; ++par) {
             if (keep_previous && par != parity) continue;
-            for (std::uint32_t p = 0; p < m_n; ++p) load[par * m_n + p].store(0, std::memory_order_relaxed);
+            for (std::uint32_t p = 0; p < m_n; ++p)
+                load[par * m_n + p].store(0, std::memory_order_relaxed);
             ln.window_events[par].store(0, std::memory_order_relaxed);
             ln.window_salted[par].store(0, std::memory_order_relaxed);
         }
@@ -871,25 +918,31 @@ private:
     /// The hot threshold in window w (events of one key in one window).
     [[nodiscard]] auto threshold(std::int64_t w) const noexcept -> std::uint64_t {
         if (m_config.threshold != 0) return m_config.threshold;
-        const std::uint64_t prev =
-            m_prev_window.load(std::memory_order_acquire) == w - 1 ? m_prev_total.load(std::memory_order_relaxed) : 0;
+        const std::uint64_t prev = m_prev_window.load(std::memory_order_acquire) == w - 1
+                                       ? m_prev_total.load(std::memory_order_relaxed)
+                                       : 0;
         const std::uint64_t volume = std::max(prev, window_total(w));
-        const auto t = static_cast<std::uint64_t>(m_config.auto_fraction * static_cast<double>(volume) /
-                                                  static_cast<double>(m_n));
+        const auto t = static_cast<std::uint64_t>(
+            m_config.auto_fraction * static_cast<double>(volume) / static_cast<double>(m_n));
         return std::max(t, m_config.min_threshold);
     }
 
     /// Events in window w - 1, or 0 when that window saw none.
     [[nodiscard]] auto previous_total(std::int64_t w) const noexcept -> std::uint64_t {
-        return m_prev_window.load(std::memory_order_acquire) == w - 1 ? m_prev_total.load(std::memory_order_relaxed) : 0;
+        return m_prev_window.load(std::memory_order_acquire) == w - 1
+                   ? m_prev_total.load(std::memory_order_relaxed)
+                   : 0;
     }
 
     /// A lane's cached levels for window w, recomputed every `levels_every` of its events and at
     /// each new window, so the route path compares instead of summing counters over lanes.
     auto levels_of(lane& ln, std::int64_t w, double frac) noexcept -> const levels& {
         const levels& lv = ln.lv;
-        const std::uint64_t seen = ln.window_events[static_cast<std::uint64_t>(w) & 1U].load(std::memory_order_relaxed);
-        if (lv.window.load(std::memory_order_relaxed) == w && seen < lv.until.load(std::memory_order_relaxed)) return lv;
+        const std::uint64_t seen =
+            ln.window_events[static_cast<std::uint64_t>(w) & 1U].load(std::memory_order_relaxed);
+        if (lv.window.load(std::memory_order_relaxed) == w &&
+            seen < lv.until.load(std::memory_order_relaxed))
+            return lv;
         refresh_levels(ln, w, frac, seen);
         return lv;
     }
@@ -909,10 +962,13 @@ private:
             scale = expected / static_cast<double>(total);
             // In a first window the threshold so far follows the events so far; use the window's.
             bar = std::max(bar, m_config.auto_fraction * expected / static_cast<double>(m_n));
-            const double early = static_cast<double>(std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold));
-            admit_level = std::min(admit_level, static_cast<std::uint64_t>(std::max(early, std::ceil(bar / scale))));
+            const double early = static_cast<double>(
+                std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold));
+            admit_level = std::min(
+                admit_level, static_cast<std::uint64_t>(std::max(early, std::ceil(bar / scale))));
         }
-        lv.admit.store(std::max<std::uint64_t>(std::max(admit_level, background), 2), std::memory_order_relaxed);
+        lv.admit.store(std::max<std::uint64_t>(std::max(admit_level, background), 2),
+                       std::memory_order_relaxed);
         lv.threshold.store(t, std::memory_order_relaxed);
         lv.scale.store(scale, std::memory_order_relaxed);
         lv.bar.store(bar, std::memory_order_relaxed);
@@ -926,7 +982,8 @@ private:
     /// when events arrive at a steady rate). So a key that ends below the threshold is split
     /// about once in 30,000 windows, and a key well above it turns hot after a few hundred
     /// events instead of a threshold's worth.
-    [[nodiscard]] auto confirmed_early(std::uint64_t count, const levels& lv) const noexcept -> bool {
+    [[nodiscard]] auto confirmed_early(std::uint64_t count, const levels& lv) const noexcept
+        -> bool {
         const double scale = lv.scale.load(std::memory_order_relaxed);
         if (scale <= 0 || count < 2 * m_config.min_threshold) return false;
         const double c = static_cast<double>(count);
@@ -938,7 +995,8 @@ private:
     auto sketch_add(std::uint64_t h, std::int64_t w) noexcept -> std::uint32_t {
         const auto tag = static_cast<std::uint32_t>(static_cast<std::uint64_t>(w) & 0xffU) << 24U;
         std::atomic<std::uint32_t>& a = m_sketch[h & m_sketch_mask];
-        std::atomic<std::uint32_t>& b = m_sketch[(m_sketch_mask + 1U) + ((h >> 32U) & m_sketch_mask)];
+        std::atomic<std::uint32_t>& b =
+            m_sketch[(m_sketch_mask + 1U) + ((h >> 32U) & m_sketch_mask)];
         const std::uint32_t va = a.load(std::memory_order_relaxed);
         const std::uint32_t vb = b.load(std::memory_order_relaxed);
         const std::uint32_t ca = (va & 0xff000000U) == tag ? va & 0xffffffU : 0;
@@ -952,18 +1010,22 @@ private:
     }
 
     [[nodiscard]] auto group_of(std::uint64_t fp) const noexcept -> std::uint32_t {
-        return static_cast<std::uint32_t>(fp >> 20U) & (m_slots - 1U) & ~(probe_group - 1U);  // fp is mixed
+        return static_cast<std::uint32_t>(fp >> 20U) & (m_slots - 1U) &
+               ~(probe_group - 1U);  // fp is mixed
     }
 
     /// A fingerprint's one-byte tag, never 0 (0 marks an empty slot).
-    [[nodiscard]] static constexpr auto tag_of(std::uint64_t fp) noexcept -> std::uint64_t { return (fp >> 56U) | 1U; }
+    [[nodiscard]] static constexpr auto tag_of(std::uint64_t fp) noexcept -> std::uint64_t {
+        return (fp >> 56U) | 1U;
+    }
 
     /// The live slot holding fp, or no_slot: the group's 8 tags are compared at once (SWAR),
     /// and only the slots whose tag matches are read.
     [[nodiscard]] auto find(std::uint64_t fp) const noexcept -> std::uint32_t {
         constexpr std::uint64_t ones = 0x0101010101010101ULL;
         const std::uint32_t g = group_of(fp);
-        const std::uint64_t x = m_tags[g / probe_group].load(std::memory_order_acquire) ^ (tag_of(fp) * ones);
+        const std::uint64_t x =
+            m_tags[g / probe_group].load(std::memory_order_acquire) ^ (tag_of(fp) * ones);
         // High bit of each byte that is zero in x (and perhaps of a byte above one): candidates.
         std::uint64_t match = (x - ones) & ~x & (ones << 7U);
         while (match != 0) {
@@ -981,8 +1043,9 @@ private:
         std::atomic<std::uint64_t>& word = m_tags[slot / probe_group];
         const unsigned shift = 8U * (slot % probe_group);
         std::uint64_t old = word.load(std::memory_order_relaxed);
-        while (!word.compare_exchange_weak(old, (old & ~(std::uint64_t{0xff} << shift)) | (tag_of(fp) << shift),
-                                           std::memory_order_acq_rel)) {
+        while (!word.compare_exchange_weak(
+            old, (old & ~(std::uint64_t{0xff} << shift)) | (tag_of(fp) << shift),
+            std::memory_order_acq_rel)) {
         }
     }
 
@@ -1007,9 +1070,12 @@ private:
         const std::int64_t hw = e.hot_window.load(std::memory_order_relaxed);
         if (hw == w || hw == w - 1) return false;
         // Its events so far this window: counted since admission, estimated before.
-        const std::uint64_t c =
-            (e.count_window.load(std::memory_order_relaxed) == w ? e.count.load(std::memory_order_relaxed) : 0) +
-            (e.admit_window.load(std::memory_order_relaxed) == w ? e.admit_estimate.load(std::memory_order_relaxed) : 0);
+        const std::uint64_t c = (e.count_window.load(std::memory_order_relaxed) == w
+                                     ? e.count.load(std::memory_order_relaxed)
+                                     : 0) +
+                                (e.admit_window.load(std::memory_order_relaxed) == w
+                                     ? e.admit_estimate.load(std::memory_order_relaxed)
+                                     : 0);
         return 2 * c < estimate;
     }
 
@@ -1019,7 +1085,8 @@ private:
         for (std::uint32_t i = 0; i <= probe_group; ++i) {
             // The key's own stale slot first, then the group in order.
             const std::uint32_t s = i == 0 ? preferred : g + i - 1;
-            if (s == no_slot || (i > 0 && s == preferred) || !reusable(s, fp, w, estimate)) continue;
+            if (s == no_slot || (i > 0 && s == preferred) || !reusable(s, fp, w, estimate))
+                continue;
             entry& e = m_entries[s];
             std::uint32_t st = e.state.load(std::memory_order_acquire);
             if ((st != state_free && st != state_live) ||
@@ -1028,8 +1095,10 @@ private:
             }
             m_fp[s].store(fp, std::memory_order_release);
             set_tag(s, fp);
-            e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            std::uint32_t stride = 1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
+            e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
+            std::uint32_t stride =
+                1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
             while (detail::gcd32(stride, m_n) != 1) ++stride;
             e.stride.store(stride % m_n == 0 ? 1 : stride, std::memory_order_relaxed);
             e.count.store(0, std::memory_order_relaxed);
@@ -1039,8 +1108,9 @@ private:
             e.plan_window.store(detail::no_window, std::memory_order_relaxed);
             e.hot_window.store(detail::no_window, std::memory_order_relaxed);
             e.admit_window.store(w, std::memory_order_relaxed);
-            e.key_len.store(static_cast<std::uint32_t>(std::min<std::size_t>(key.size(), 0xffffffffU)),
-                            std::memory_order_relaxed);
+            e.key_len.store(
+                static_cast<std::uint32_t>(std::min<std::size_t>(key.size(), 0xffffffffU)),
+                std::memory_order_relaxed);
             char buf[key_prefix_bytes] = {};
             std::memcpy(buf, key.data(), std::min(key.size(), key_prefix_bytes));
             for (std::size_t k = 0; k < key_words; ++k) {
@@ -1056,8 +1126,8 @@ private:
     }
 
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
-    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, double frac, const levels& lv,
-                 route_decision& d) noexcept {
+    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, double frac,
+                 const levels& lv, route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
         const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
@@ -1082,10 +1152,13 @@ private:
         std::uint64_t counted = 0;
         if (pending >= flush_every) {
             const std::uint32_t n =
-                ln.shared ? in_window(ss.pending.exchange(window_tag, std::memory_order_relaxed)) + 1 : pending;
+                ln.shared
+                    ? in_window(ss.pending.exchange(window_tag, std::memory_order_relaxed)) + 1
+                    : pending;
             if (!ln.shared) ss.pending.store(window_tag, std::memory_order_relaxed);
             std::int64_t cw = e.count_window.load(std::memory_order_relaxed);
-            if (cw != w && e.count_window.compare_exchange_strong(cw, w, std::memory_order_relaxed)) {
+            if (cw != w &&
+                e.count_window.compare_exchange_strong(cw, w, std::memory_order_relaxed)) {
                 e.count.store(0, std::memory_order_relaxed);
             }
             counted = e.count.fetch_add(n, std::memory_order_relaxed) + n;
@@ -1094,19 +1167,24 @@ private:
                 ss.pending.store(window_tag | pending, std::memory_order_relaxed);
             } else {
                 std::uint64_t old = ss.pending.load(std::memory_order_relaxed);
-                while (!ss.pending.compare_exchange_weak(old, window_tag | (in_window(old) + 1U), std::memory_order_relaxed)) {
+                while (!ss.pending.compare_exchange_weak(old, window_tag | (in_window(old) + 1U),
+                                                         std::memory_order_relaxed)) {
                 }
             }
-            counted = (e.count_window.load(std::memory_order_relaxed) == w ? e.count.load(std::memory_order_relaxed) : 0) +
+            counted = (e.count_window.load(std::memory_order_relaxed) == w
+                           ? e.count.load(std::memory_order_relaxed)
+                           : 0) +
                       pending;
         }
 
         bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
         if (!hot) {
-            if (counted > lv.threshold.load(std::memory_order_relaxed) || confirmed_early(counted, lv)) {
+            if (counted > lv.threshold.load(std::memory_order_relaxed) ||
+                confirmed_early(counted, lv)) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
-                if (seen != w && e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
+                if (seen != w &&
+                    e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
                     if (e.plan_window.load(std::memory_order_acquire) == w) {
                         reserve_plan(e, w);
                     } else {
@@ -1119,11 +1197,13 @@ private:
         if (hot) {
             d.partition = place(ln, ss, e, w, counted, d.home);
             d.salted = true;
-        } else if (m_down_count.load(std::memory_order_relaxed) != 0 && m_config.failover_cold_keys) {
+        } else if (m_down_count.load(std::memory_order_relaxed) != 0 &&
+                   m_config.failover_cold_keys) {
             d.partition = failover(d.home, fp);
         }
 
-        // The stamp: (producer, lane, episode, sequence), the sequence restarting with each episode.
+        // The stamp: (producer, lane, episode, sequence), the sequence restarting with each
+        // episode.
         const std::uint64_t tag = episode_tag;
         std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
         std::uint64_t seq = 0;
@@ -1163,7 +1243,8 @@ private:
                 ss.run_word.store(run - 1, std::memory_order_relaxed);
                 return part;
             }
-            if (ss.run_word.compare_exchange_weak(run, run - 1, std::memory_order_relaxed)) return part;
+            if (ss.run_word.compare_exchange_weak(run, run - 1, std::memory_order_relaxed))
+                return part;
         }
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         if (e.plan_window.load(std::memory_order_acquire) == w) {
@@ -1187,18 +1268,22 @@ private:
         double spread = static_cast<double>(salted) / static_cast<double>(total);
         const std::uint64_t pt = previous_total(w);
         if (pt != 0) {
-            spread = std::max(spread, static_cast<double>(m_prev_salted.load(std::memory_order_relaxed)) /
-                                          static_cast<double>(pt));
+            spread = std::max(spread,
+                              static_cast<double>(m_prev_salted.load(std::memory_order_relaxed)) /
+                                  static_cast<double>(pt));
         }
         spread = std::clamp(spread, share, 1.0);
         const bool ordered = m_fill && m_fill_window[parity].load(std::memory_order_acquire) == w;
         const std::atomic<std::uint32_t>* fill = ordered ? m_fill.get() + parity * m_n : nullptr;
-        const std::uint32_t low = ordered ? std::max<std::uint32_t>(1, m_fill_low[parity].load(std::memory_order_relaxed)) : m_n;
+        const std::uint32_t low =
+            ordered ? std::max<std::uint32_t>(1, m_fill_low[parity].load(std::memory_order_relaxed))
+                    : m_n;
         const double n = static_cast<double>(m_n);
         const double need = std::max(1.25 * share * n, static_cast<double>(low) * share / spread);
         const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(need), 2.0, n));
         const std::uint32_t span = std::max(low, f);
-        const auto offset = static_cast<std::uint32_t>(detail::mix64(e.episode.load(std::memory_order_relaxed)) % span);
+        const auto offset = static_cast<std::uint32_t>(
+            detail::mix64(e.episode.load(std::memory_order_relaxed)) % span);
         const std::uint32_t stride = e.stride.load(std::memory_order_relaxed);
         std::uint64_t r = ln.rng.load(std::memory_order_relaxed);
         r = detail::mix64(r + 0x9e3779b97f4a7c15ULL);
@@ -1219,19 +1304,22 @@ private:
                 best = p;
             }
         }
-        if (best_load == std::numeric_limits<std::uint64_t>::max()) best = least_loaded_available(w, home);
+        if (best_load == std::numeric_limits<std::uint64_t>::max())
+            best = least_loaded_available(w, home);
         start_run(ss, best, w);
         return best;
     }
 
     void start_run(slot_state& ss, std::uint32_t p, std::int64_t w) noexcept {
         const auto tag = static_cast<std::uint64_t>(w) & 0xffU;
-        ss.run_word.store((std::uint64_t{p} << 32U) | (tag << 24U) | (m_config.run_length - 1U), std::memory_order_relaxed);
+        ss.run_word.store((std::uint64_t{p} << 32U) | (tag << 24U) | (m_config.run_length - 1U),
+                          std::memory_order_relaxed);
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         std::atomic<std::uint32_t>& runs = m_run_load[parity * m_n + p];
         std::uint32_t old = runs.load(std::memory_order_relaxed);
-        while (!runs.compare_exchange_weak(old, old > 0xffffffffU - m_config.run_length ? 0xffffffffU : old + m_config.run_length,
-                                           std::memory_order_relaxed)) {
+        while (!runs.compare_exchange_weak(
+            old, old > 0xffffffffU - m_config.run_length ? 0xffffffffU : old + m_config.run_length,
+            std::memory_order_relaxed)) {
         }
     }
 
@@ -1253,7 +1341,8 @@ private:
         std::uint32_t best = no_slot;
         std::uint64_t best_load = std::numeric_limits<std::uint64_t>::max();
         for (std::uint32_t i = 0; i < std::min(pieces, max_scan); ++i) {
-            const std::uint32_t p = begin[(start + i) % pieces].partition.load(std::memory_order_relaxed);
+            const std::uint32_t p =
+                begin[(start + i) % pieces].partition.load(std::memory_order_relaxed);
             if (p >= m_n || m_down[p].load(std::memory_order_relaxed) != 0) continue;
             const std::uint64_t l = load_of(p, w);
             if (l < best_load) {
@@ -1264,7 +1353,8 @@ private:
         return best;
     }
 
-    [[nodiscard]] auto least_loaded_available(std::int64_t w, std::uint32_t fallback) const noexcept -> std::uint32_t {
+    [[nodiscard]] auto least_loaded_available(std::int64_t w, std::uint32_t fallback) const noexcept
+        -> std::uint32_t {
         std::uint32_t best = fallback;
         std::uint64_t best_load = std::numeric_limits<std::uint64_t>::max();
         for (std::uint32_t p = 0; p < m_n; ++p) {
@@ -1280,8 +1370,10 @@ private:
 
     /// Where a cold key goes when failover is on and its home is unavailable: the available
     /// partition with the highest rendezvous score, so only the unavailable partition's keys move.
-    [[nodiscard]] auto failover(std::uint32_t home, std::uint64_t h) const noexcept -> std::uint32_t {
-        if (!m_config.failover_cold_keys || m_down[home].load(std::memory_order_relaxed) == 0) return home;
+    [[nodiscard]] auto failover(std::uint32_t home, std::uint64_t h) const noexcept
+        -> std::uint32_t {
+        if (!m_config.failover_cold_keys || m_down[home].load(std::memory_order_relaxed) == 0)
+            return home;
         std::uint32_t best = home;
         std::uint64_t best_score = 0;
         for (std::uint32_t p = 0; p < m_n; ++p) {
@@ -1324,8 +1416,9 @@ private:
     std::unique_ptr<std::atomic<std::uint32_t>[]> m_load;
     std::unique_ptr<slot_state[]> m_slot_state;
     std::unique_ptr<std::atomic<std::uint8_t>[]> m_down;
-    std::unique_ptr<std::atomic<std::uint32_t>[]> m_run_load;  // [parity][partition]: events sent in runs
-    std::unique_ptr<std::atomic<std::uint32_t>[]> m_fill;      // [parity][rank]: fill order
+    std::unique_ptr<std::atomic<std::uint32_t>[]>
+        m_run_load;  // [parity][partition]: events sent in runs
+    std::unique_ptr<std::atomic<std::uint32_t>[]> m_fill;  // [parity][rank]: fill order
     /// One piece of a plan: a partition, and a hint of how it was chosen (the planned volume,
     /// or the partition's load when an in-window plan chose it).
     struct plan_piece {
@@ -1335,10 +1428,14 @@ private:
     /// Pieces per window: every partition once, plus a home and a partial piece per key.
     [[nodiscard]] auto plan_capacity() const noexcept -> std::uint32_t { return m_n + 2 * m_slots; }
     /// Piece space per window: the rollover's plans, then plans made during the window.
-    [[nodiscard]] auto pieces_per_window() const noexcept -> std::uint32_t { return plan_capacity() + m_n; }
-    std::unique_ptr<plan_piece[]> m_plan;  // [parity][piece]: rollover plans, then plans made in-window
+    [[nodiscard]] auto pieces_per_window() const noexcept -> std::uint32_t {
+        return plan_capacity() + m_n;
+    }
+    std::unique_ptr<plan_piece[]>
+        m_plan;  // [parity][piece]: rollover plans, then plans made in-window
     std::atomic<std::uint32_t> m_plan_used[2] = {};
-    std::unique_ptr<std::atomic<std::uint32_t>[]> m_reserved;  // [parity][partition]: volume hot keys' plans expect
+    std::unique_ptr<std::atomic<std::uint32_t>[]>
+        m_reserved;  // [parity][partition]: volume hot keys' plans expect
 
     // The rollover's working space, allocated once.
     struct key_volume {

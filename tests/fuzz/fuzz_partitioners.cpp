@@ -2,7 +2,8 @@
 // come from the input. Every route is below the partition count, `route == reduce(hash)` where a
 // partitioner exposes both, the exact reductions agree with `%`, and a constructor given a bad
 // count throws std::invalid_argument and nothing else (a good count never throws).
-// Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_partitioners tests/fuzz/corpus/partitioners
+// Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_partitioners
+// tests/fuzz/corpus/partitioners
 #include <keyroute/hash.hpp>
 #include <keyroute/jump.hpp>
 #include <keyroute/key_group.hpp>
@@ -80,11 +81,11 @@ auto partition_count(input& in) -> std::uint64_t {
     const std::uint8_t shape = in.byte();
     switch (shape % 8U) {
     case 0: return 0;
-    case 1: return 0x7fffffffULL - 2 + in.byte() % 5U;    // around int32's limit
-    case 2: return 0xffffffffULL - 2 + in.byte() % 5U;    // around uint32's limit
-    case 3: return in.u64(8);                             // anything
-    case 4: return 1 + in.u64(4) % 0xffffffffULL;         // any valid uint32 count
-    default: return 1 + in.byte();                        // small
+    case 1: return 0x7fffffffULL - 2 + in.byte() % 5U;  // around int32's limit
+    case 2: return 0xffffffffULL - 2 + in.byte() % 5U;  // around uint32's limit
+    case 3: return in.u64(8);                           // anything
+    case 4: return 1 + in.u64(4) % 0xffffffffULL;       // any valid uint32 count
+    default: return 1 + in.byte();                      // small
     }
 }
 
@@ -140,7 +141,8 @@ void check_java_suffix(std::string_view key) {
     const std::string_view with_a(extended.data(), extended.size());
     // Java decodes a truncated trailing sequence into one U+FFFD whether or not more bytes follow
     // only when the next byte cannot continue it: 'a' never continues a sequence.
-    FUZZ_REQUIRE(keyroute::java_string_hash{}(with_a) == 31U * keyroute::java_string_hash{}(key) + 'a');
+    FUZZ_REQUIRE(keyroute::java_string_hash{}(with_a) ==
+                 31U * keyroute::java_string_hash{}(key) + 'a');
 }
 
 void check_jump(std::uint64_t n, std::string_view key) {
@@ -158,9 +160,8 @@ void check_jump(std::uint64_t n, std::string_view key) {
         FUZZ_REQUIRE(grown == r || grown == n);
     }
     // A 32-bit hash goes through the same path.
-    const auto p32 = construct(bad, [&] {
-        return keyroute::jump_partitioner<keyroute::murmur2>(n);
-    });
+    const auto p32 =
+        construct(bad, [&] { return keyroute::jump_partitioner<keyroute::murmur2>(n); });
     if (p32) FUZZ_REQUIRE(p32->route(key) < n);
 }
 
@@ -220,7 +221,8 @@ void check_maglev(input& in, std::uint64_t n, std::string_view key) {
     using partitioner = keyroute::maglev_partitioner<>;
     // Small tables keep each input fast; a non-prime or out-of-range size must be refused.
     const std::uint64_t table = in.byte() % 8U == 0 ? in.u64(8) : in.u64(1) * 8 + in.byte() % 8U;
-    const bool table_ok = table >= 2 && table <= partitioner::max_table_size && keyroute::detail::is_prime(table);
+    const bool table_ok =
+        table >= 2 && table <= partitioner::max_table_size && keyroute::detail::is_prime(table);
     if (table_ok && table > 4099) return;
     const bool bad = !table_ok || n == 0 || n > table;
     const auto p = construct(bad, [&] { return partitioner(n, table); });
@@ -256,13 +258,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_hash_partitioner<pulsar_java_string_partitioner>(n, key, true);
     check_hash_partitioner<pulsar_murmur3_partitioner>(n, key, true);
     if (n != 0 && n <= 0xffffffffULL) {
-        const auto k = construct(n > kafka_partitioner::max_partitions, [&] { return kafka_partitioner(n); });
-        if (k) FUZZ_REQUIRE(k->route(key) == (murmur2{}(key) & 0x7fffffffU) % n);
+        const auto k =
+            construct(n > kafka_partitioner::max_partitions, [&] { return kafka_partitioner(n); });
+        if (k) FUZZ_REQUIRE(k->route(key) == (murmur2{}(key)&0x7fffffffU) % n);
         // The two exact reductions agree on every hash, 32 and 64 bits.
         const auto n32 = static_cast<std::uint32_t>(n);
         const std::uint64_t h = xxh3{seed}(key);
         FUZZ_REQUIRE(fastmod_reduction(n32)(h) == modulo_reduction(n32)(h));
-        FUZZ_REQUIRE(fastmod_reduction(n32)(static_cast<std::uint32_t>(h)) == static_cast<std::uint32_t>(h) % n32);
+        FUZZ_REQUIRE(fastmod_reduction(n32)(static_cast<std::uint32_t>(h)) ==
+                     static_cast<std::uint32_t>(h) % n32);
         FUZZ_REQUIRE(fastrange_reduction(n32)(h) < n32);
         FUZZ_REQUIRE(fastrange_reduction(n32)(static_cast<std::uint32_t>(h)) < n32);
     }

@@ -11,7 +11,8 @@
 // - rule 2: of two events of one key read from one partition, the later one never comes out
 //   in order before the earlier one when either is unstamped or both are of one lane and
 //   different episodes (an event flagged out_of_order or late is exempt, see on_delivery).
-// Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_resequencer tests/fuzz/corpus/resequencer
+// Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_resequencer
+// tests/fuzz/corpus/resequencer
 #include <keyroute/resequencer.hpp>
 
 #include <algorithm>
@@ -95,13 +96,15 @@ struct accounted {
         auto it = ranges.upper_bound(first);
         if (it != ranges.begin()) {
             auto prev = std::prev(it);
-            if (prev->second != std::numeric_limits<std::uint64_t>::max() && prev->second + 1 >= first) {
+            if (prev->second != std::numeric_limits<std::uint64_t>::max() &&
+                prev->second + 1 >= first) {
                 first = prev->first;
                 last = std::max(last, prev->second);
                 it = ranges.erase(prev);
             }
         }
-        while (it != ranges.end() && (last == std::numeric_limits<std::uint64_t>::max() || it->first <= last + 1)) {
+        while (it != ranges.end() &&
+               (last == std::numeric_limits<std::uint64_t>::max() || it->first <= last + 1)) {
             last = std::max(last, it->second);
             it = ranges.erase(it);
         }
@@ -119,13 +122,15 @@ struct pushed {
 
 struct model {
     keyroute::resequencer_config config;
-    std::vector<pushed> pushes;            // by event id
-    std::vector<int> outcome;              // by id: 0 none yet, 1 accepted, 2 duplicate, 3 refused
-    std::vector<int> delivered;            // by id: times delivered
+    std::vector<pushed> pushes;  // by event id
+    std::vector<int> outcome;    // by id: 0 none yet, 1 accepted, 2 duplicate, 3 refused
+    std::vector<int> delivered;  // by id: times delivered
     std::map<episode_id, accounted> episodes;
     std::map<std::pair<std::string, std::uint32_t>, std::set<std::uint32_t>> undelivered;
     bool forgetful = false;
-    bool trace = std::getenv("KEYROUTE_FUZZ_TRACE") != nullptr;  // prints every call, for triage                // an episode was forgotten: rule 1 is checked loosely
+    bool trace = std::getenv("KEYROUTE_FUZZ_TRACE") !=
+                 nullptr;  // prints every call, for triage                // an episode was
+                           // forgotten: rule 1 is checked loosely
     const keyroute::resequencer<event, event_size>* r = nullptr;
 
     void check_bound() const {
@@ -141,8 +146,9 @@ struct model {
         const pushed& p = pushes[d.event.id];
         FUZZ_REQUIRE(delivered[d.event.id]++ == 0);
         FUZZ_REQUIRE(outcome[d.event.id] == 0 || outcome[d.event.id] == 1);
-        FUZZ_REQUIRE(d.key == p.key && d.stamp == p.st && d.source.partition == p.source.partition &&
-                d.source.offset == p.source.offset && d.time == p.time);
+        FUZZ_REQUIRE(d.key == p.key && d.stamp == p.st &&
+                     d.source.partition == p.source.partition &&
+                     d.source.offset == p.source.offset && d.time == p.time);
         if (r != nullptr) check_bound();
         if (d.stamp) {
             accounted& a = episodes[episode_id{d.stamp.producer, d.stamp.lane, d.stamp.episode}];
@@ -173,7 +179,8 @@ struct model {
     // Called when push() returns accepted: the event waits for delivery unless it already had it.
     void accepted(std::uint32_t id) {
         outcome[id] = 1;
-        if (delivered[id] == 0) undelivered[{pushes[id].key, pushes[id].source.partition}].insert(id);
+        if (delivered[id] == 0)
+            undelivered[{pushes[id].key, pushes[id].source.partition}].insert(id);
     }
 
     void on_gap(const keyroute::gap_report& g) {
@@ -182,7 +189,8 @@ struct model {
                          static_cast<unsigned long long>(g.producer), g.lane,
                          static_cast<unsigned long long>(g.episode),
                          static_cast<unsigned long long>(g.first_missing),
-                         static_cast<unsigned long long>(g.last_missing), static_cast<int>(g.reason));
+                         static_cast<unsigned long long>(g.last_missing),
+                         static_cast<int>(g.reason));
         }
         FUZZ_REQUIRE(g.first_missing <= g.last_missing);
         accounted& a = episodes[episode_id{g.producer, g.lane, g.episode}];
@@ -199,8 +207,10 @@ auto fuzzed_config(input& in) -> keyroute::resequencer_config {
     keyroute::resequencer_config c;
     c.max_events = 1 + in.byte() % 16U;
     c.max_bytes = 1 + in.u64(1) * 2;
-    c.max_delay = ms(in.byte() % 8U == 0 ? static_cast<std::int64_t>(in.u64(8) >> 1U) : in.byte() % 64U);
-    c.on_full = in.byte() % 2U == 0 ? keyroute::full_policy::release_early : keyroute::full_policy::refuse;
+    c.max_delay =
+        ms(in.byte() % 8U == 0 ? static_cast<std::int64_t>(in.u64(8) >> 1U) : in.byte() % 64U);
+    c.on_full =
+        in.byte() % 2U == 0 ? keyroute::full_policy::release_early : keyroute::full_policy::refuse;
     const std::uint8_t memory = in.byte();
     c.episode_ttl = memory % 2U == 0 ? ms(1000000000) : ms(in.byte() % 128U);
     c.max_idle_episodes = memory % 4U < 2 ? 1000000 : 1 + in.byte() % 4U;
@@ -242,8 +252,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         m.outcome.push_back(0);
         m.delivered.push_back(0);
         if (m.trace) {
-            std::fprintf(stderr, "push #%u key %s partition %u offset %lld time %lld size %u stamp (%llu,%u,%llu) seq %llu\n",
-                         id, p.key.c_str(), p.source.partition, static_cast<long long>(p.source.offset),
+            std::fprintf(stderr,
+                         "push #%u key %s partition %u offset %lld time %lld size %u stamp "
+                         "(%llu,%u,%llu) seq %llu\n",
+                         id, p.key.c_str(), p.source.partition,
+                         static_cast<long long>(p.source.offset),
                          static_cast<long long>(p.time.count()), p.size,
                          static_cast<unsigned long long>(p.st.producer), p.st.lane,
                          static_cast<unsigned long long>(p.st.episode),
@@ -263,7 +276,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             FUZZ_REQUIRE(result == keyroute::push_result::duplicate);
         }
         if (result == keyroute::push_result::accepted && p.source.offset >= 0) {
-            accepted_max[p.source.partition] = std::max(accepted_max[p.source.partition], p.source.offset);
+            accepted_max[p.source.partition] =
+                std::max(accepted_max[p.source.partition], p.source.offset);
         }
         return result;
     };
@@ -294,7 +308,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const std::uint32_t original = log[part][in.u64(2) % log[part].size()];
             if (m.outcome[original] == 3) continue;
             (void)push(m.pushes[original]);  // a duplicate by offset, unless never accepted
-        } else {  // a new event
+        } else {                             // a new event
             pushed p;
             const std::uint8_t shape = in.byte();
             p.key = std::string(1, static_cast<char>('a' + shape % 3U));
@@ -311,7 +325,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 p.st.sequence = in.byte() % 12U;
                 // Near the top of the range, but not 2^64-1 itself: delivering that one wraps the
                 // episode's next sequence to 0 (reported; tests/test_bad_input.cpp).
-                if (op >= 250) p.st.sequence = std::numeric_limits<std::uint64_t>::max() - 1 - (op - 250U);
+                if (op >= 250)
+                    p.st.sequence = std::numeric_limits<std::uint64_t>::max() - 1 - (op - 250U);
                 p.st.salted = (op & 0x10U) != 0;
             }
             keyroute::push_result result = push(p);

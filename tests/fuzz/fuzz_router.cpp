@@ -74,7 +74,8 @@ auto fuzzed_config(input& in, bool& bad) -> keyroute::salting_config {
     c.partitions = 1 + in.byte() % 64U;
     // Zero and counts beyond kafka's 2^31-1 are refused. (Valid huge counts are left out: the
     // router's memory grows linearly with the count, see docs/bad-input.md.)
-    if (shape % 16U == 0) c.partitions = in.byte() % 2U == 0 ? 0 : 0x80000000ULL + (in.u64(8) >> 1U);
+    if (shape % 16U == 0)
+        c.partitions = in.byte() % 2U == 0 ? 0 : 0x80000000ULL + (in.u64(8) >> 1U);
     if (shape % 64U == 1) c.partitions = 16385 + in.u64(1);  // beyond the ordered-fill path
     switch (in.byte() % 4U) {
     case 0: c.threshold = 0; break;
@@ -91,17 +92,19 @@ auto fuzzed_config(input& in, bool& bad) -> keyroute::salting_config {
     c.auto_fraction = in.byte() % 16U == 0 ? static_cast<double>(in.byte()) / 128.0 - 0.5
                                            : (1.0 + in.byte()) / 256.0;
     c.min_threshold = in.byte() % 8U == 0 ? 0 : 1 + in.byte() % 64U;
-    c.run_length = in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(4)) : 1 + in.byte() % 64U;
-    c.max_hot_keys = in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(2)) : 1 + in.byte() % 32U;
+    c.run_length =
+        in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(4)) : 1 + in.byte() % 64U;
+    c.max_hot_keys =
+        in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(2)) : 1 + in.byte() % 32U;
     c.lanes = in.byte() % 16U == 0 ? static_cast<std::uint32_t>(in.u64(2)) : in.byte() % 4U;
     c.producer_id = in.u64(2);
     c.seed = 1 + in.u64(2);
     c.failover_cold_keys = in.byte() % 2U == 0;
     bad = c.partitions == 0 || c.partitions > keyroute::kafka_partitioner::max_partitions ||
-          c.window.count() <= 0 || c.window > std::chrono::hours(24 * 366) || !(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0) ||
-          c.min_threshold == 0 || c.run_length == 0 || c.run_length > 65536 ||
-          c.max_hot_keys == 0 || c.max_hot_keys > 4096 || c.lanes > 256 ||
-          c.threshold > 0xffffffffULL;
+          c.window.count() <= 0 || c.window > std::chrono::hours(24 * 366) ||
+          !(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0) || c.min_threshold == 0 ||
+          c.run_length == 0 || c.run_length > 65536 || c.max_hot_keys == 0 ||
+          c.max_hot_keys > 4096 || c.lanes > 256 || c.threshold > 0xffffffffULL;
     return c;
 }
 
@@ -130,14 +133,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t key_count = 1 + in.byte() % 8U;
     for (std::size_t i = 0; i < key_count; ++i) keys.emplace_back(in.bytes(in.byte() % 12U));
     if (std::getenv("KEYROUTE_FUZZ_TRACE") != nullptr) {
-        std::fprintf(stderr, "partitions %llu threshold %llu window %lld ms lanes %u max_hot_keys %u seed %llu\n",
-                     static_cast<unsigned long long>(config.partitions),
-                     static_cast<unsigned long long>(config.threshold),
-                     static_cast<long long>(config.window.count()), config.lanes, config.max_hot_keys,
-                     static_cast<unsigned long long>(config.seed));
+        std::fprintf(
+            stderr,
+            "partitions %llu threshold %llu window %lld ms lanes %u max_hot_keys %u seed %llu\n",
+            static_cast<unsigned long long>(config.partitions),
+            static_cast<unsigned long long>(config.threshold),
+            static_cast<long long>(config.window.count()), config.lanes, config.max_hot_keys,
+            static_cast<unsigned long long>(config.seed));
         for (std::size_t i = 0; i < keys.size(); ++i) {
             std::fprintf(stderr, "key#%zu:", i);
-            for (const char ch : keys[i]) std::fprintf(stderr, " %02x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+            for (const char ch : keys[i])
+                std::fprintf(stderr, " %02x",
+                             static_cast<unsigned>(static_cast<unsigned char>(ch)));
             std::fprintf(stderr, "\n");
         }
     }
@@ -157,7 +164,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             switch (op % 8U) {
             case 0: now_ms -= hour_ms; break;
             case 1: now_ms += year_ms; break;
-            case 2: now_ms = static_cast<std::int64_t>(in.u64(8) % (2 * time_limit_ms)) - time_limit_ms; break;
+            case 2:
+                now_ms = static_cast<std::int64_t>(in.u64(8) % (2 * time_limit_ms)) - time_limit_ms;
+                break;
             case 3: now_ms += len; break;
             case 5: edge = 1 + in.byte() % 2U; continue;  // the clock's very first or last tick
             default: now_ms += static_cast<std::int64_t>(in.u64(2)); break;
@@ -184,7 +193,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto t = edge == 1   ? clock_type::time_point::min()
                        : edge == 2 ? clock_type::time_point::max()
                                    : clock_type::time_point(std::chrono::milliseconds(now_ms));
-        const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+        const auto t_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
         std::int64_t ew = t_ms / len;
         if (t_ms % len < 0) --ew;
         if (ew > window) {
@@ -196,10 +206,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             ++calls;
             const std::uint64_t seen = ++in_window[key];
             if (trace) {
-                std::fprintf(stderr, "t %lld window %lld key#%zu seen %llu -> partition %u home %u salted %d stamp %d\n",
+                std::fprintf(stderr,
+                             "t %lld window %lld key#%zu seen %llu -> partition %u home %u salted "
+                             "%d stamp %d\n",
                              static_cast<long long>(t_ms), static_cast<long long>(window),
-                             static_cast<std::size_t>(op % keys.size()), static_cast<unsigned long long>(seen),
-                             d.partition, d.home, d.salted ? 1 : 0, d.stamp ? 1 : 0);
+                             static_cast<std::size_t>(op % keys.size()),
+                             static_cast<unsigned long long>(seen), d.partition, d.home,
+                             d.salted ? 1 : 0, d.stamp ? 1 : 0);
             }
             FUZZ_REQUIRE(d.partition < n);
             FUZZ_REQUIRE(d.home == base.route(key));
@@ -213,7 +226,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             } else if (d.partition != d.home) {
                 FUZZ_REQUIRE(!router->available(d.home) && router->available(d.partition));
             }
-            if (d.stamp) FUZZ_REQUIRE(d.stamp.producer == router->producer_id() && d.stamp.episode >= 1);
+            if (d.stamp)
+                FUZZ_REQUIRE(d.stamp.producer == router->producer_id() && d.stamp.episode >= 1);
         }
         const keyroute::salting_stats s = router->stats();
         FUZZ_REQUIRE(s.routed == calls);

@@ -22,7 +22,8 @@ inline auto cheap_now() noexcept -> typename Clock::time_point {
     if constexpr (std::is_same_v<Clock, std::chrono::system_clock>) {
         timespec ts{};
         if (clock_gettime(CLOCK_REALTIME_COARSE, &ts) == 0) {
-            const auto since_epoch = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+            const auto since_epoch =
+                std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
             return typename Clock::time_point(
                 std::chrono::duration_cast<typename Clock::duration>(since_epoch));
         }

@@ -31,7 +31,8 @@ inline void bump_saturating(std::atomic<std::uint32_t>& counter, bool shared) no
         if (v != 0xffffffffU) counter.store(v + 1, std::memory_order_relaxed);
         return;
     }
-    while (v != 0xffffffffU && !counter.compare_exchange_weak(v, v + 1, std::memory_order_relaxed)) {
+    while (v != 0xffffffffU &&
+           !counter.compare_exchange_weak(v, v + 1, std::memory_order_relaxed)) {
     }
 }
 

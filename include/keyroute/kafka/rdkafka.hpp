@@ -16,8 +16,9 @@
 ///    threads, so a callback that counts load or numbers stamps would miscount, and its stamp
 ///    could not reach the message's headers anyway.
 /// 2. Let librdkafka call a *static* keyroute partitioner (partitioner_cb,
-///    stateless_partitioner_cb, cpp_partitioner_cb, cpp_key_pointer_partitioner_cb). Static partitioners are pure functions
-///    of (key, partition count), so repeated calls from any thread are harmless.
+///    stateless_partitioner_cb, cpp_partitioner_cb, cpp_key_pointer_partitioner_cb). Static
+///    partitioners are pure functions of (key, partition count), so repeated calls from any thread
+///    are harmless.
 
 #include "../detail/config.hpp"
 #include "../stamp.hpp"
@@ -51,15 +52,18 @@ class header_list {
 public:
     constexpr header_list() noexcept = default;
     constexpr header_list(const header* first, std::size_t count) noexcept
-        : m_first(first), m_count(count) {}
+        : m_first(first),
+          m_count(count) {}
     // A braced list lives until the end of the full expression: fine as a call argument only.
     constexpr header_list(std::initializer_list<header> list) noexcept
-        : m_first(std::data(list)), m_count(list.size()) {}
+        : m_first(std::data(list)),
+          m_count(list.size()) {}
     template <class Container,
               class = std::enable_if_t<std::is_convertible_v<
                   decltype(std::declval<const Container&>().data()), const header*>>>
     constexpr header_list(const Container& c) noexcept  // NOLINT: implicit by design
-        : m_first(c.data()), m_count(c.size()) {}
+        : m_first(c.data()),
+          m_count(c.size()) {}
 
     [[nodiscard]] constexpr auto begin() const noexcept -> const header* { return m_first; }
     [[nodiscard]] constexpr auto end() const noexcept -> const header* { return m_first + m_count; }
@@ -92,8 +96,9 @@ namespace detail {
 template <class Router, class = void>
 struct has_decide : std::false_type {};
 template <class Router>
-struct has_decide<Router, std::void_t<decltype(std::declval<Router&>().decide(
-                              std::declval<std::string_view>()))>> : std::true_type {};
+struct has_decide<
+    Router, std::void_t<decltype(std::declval<Router&>().decide(std::declval<std::string_view>()))>>
+    : std::true_type {};
 
 template <class Router, class = void>
 struct has_route : std::false_type {};
@@ -251,8 +256,8 @@ auto produce_decision(rd_kafka_t* rk, const char* topic, const Decision& d, std:
 /// Thread-safety: as the router's `decide()`/`route()` and rd_kafka_produceva.
 template <class Router>
 [[nodiscard]] auto produce(rd_kafka_t* rk, const char* topic, Router& router, std::string_view key,
-                           std::string_view value, header_list extra = {},
-                           void* opaque = nullptr) -> produce_result {
+                           std::string_view value, header_list extra = {}, void* opaque = nullptr)
+    -> produce_result {
     if constexpr (detail::has_decide<Router>::value) {
         return detail::produce_decision(rk, topic, router.decide(key), key, value, extra, opaque);
     } else {
@@ -269,8 +274,8 @@ template <class Router>
 /// `router.decide(key, now)` (event-time routing, replays, tests). Requires such a `decide`.
 template <class Router, class TimePoint>
 [[nodiscard]] auto produce_at(rd_kafka_t* rk, const char* topic, Router& router, TimePoint now,
-                              std::string_view key, std::string_view value,
-                              header_list extra = {}, void* opaque = nullptr) -> produce_result {
+                              std::string_view key, std::string_view value, header_list extra = {},
+                              void* opaque = nullptr) -> produce_result {
     return detail::produce_decision(rk, topic, router.decide(key, now), key, value, extra, opaque);
 }
 
@@ -318,8 +323,8 @@ public:
     /// The function installed with rd_kafka_topic_conf_set_partitioner_cb; `rkt_opaque` must be
     /// a `partitioner_cb*`.
     static auto callback(const rd_kafka_topic_t* rkt, const void* key, std::size_t keylen,
-                         std::int32_t partition_cnt, void* rkt_opaque,
-                         void* msg_opaque) noexcept -> std::int32_t {
+                         std::int32_t partition_cnt, void* rkt_opaque, void* msg_opaque) noexcept
+        -> std::int32_t {
         if (key == nullptr) {
             return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
                                                    msg_opaque);
@@ -407,8 +412,7 @@ class cpp_key_pointer_partitioner_cb final : public RdKafka::PartitionerKeyPoint
 
 public:
     /// @throws std::invalid_argument as `Partitioner(partitions)`.
-    explicit cpp_key_pointer_partitioner_cb(std::uint64_t partitions)
-        : m_partitioner(partitions) {}
+    explicit cpp_key_pointer_partitioner_cb(std::uint64_t partitions) : m_partitioner(partitions) {}
     explicit cpp_key_pointer_partitioner_cb(Partitioner partitioner)
         : m_partitioner(std::move(partitioner)) {}
 
@@ -418,9 +422,8 @@ public:
         -> std::int32_t override {
         if (key == nullptr) {
             // c_ptr() is non-const only by declaration; the random partitioner reads the topic.
-            return rd_kafka_msg_partitioner_random(
-                const_cast<RdKafka::Topic*>(topic)->c_ptr(), key, key_len, partition_cnt,
-                nullptr, msg_opaque);
+            return rd_kafka_msg_partitioner_random(const_cast<RdKafka::Topic*>(topic)->c_ptr(), key,
+                                                   key_len, partition_cnt, nullptr, msg_opaque);
         }
         return detail::route_for_count(m_partitioner, detail::key_view(key, key_len),
                                        partition_cnt);
@@ -460,10 +463,10 @@ private:
         RD_KAFKA_RESP_ERR_NO_ERROR) {
         return std::nullopt;
     }
-    return try_decode_stamp(
-        value != nullptr ? std::string_view(static_cast<const char*>(value), size)
-                         : std::string_view(),
-        error);
+    return try_decode_stamp(value != nullptr
+                                ? std::string_view(static_cast<const char*>(value), size)
+                                : std::string_view(),
+                            error);
 }
 
 /// try_read_stamp for a C++ API message (reads through `message.c_ptr()`, no copy).
@@ -481,8 +484,8 @@ private:
     auto s = try_read_stamp(message, &e);
     if (!s && e != stamp_error::none) {
         keyroute::detail::runtime_error(std::string("keyroute: malformed ") +
-                                        std::string(stamp_header_name) + " header: " +
-                                        to_string(e));
+                                        std::string(stamp_header_name) +
+                                        " header: " + to_string(e));
     }
     return s;
 }
