@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config g++ clang libclang-rt-14-dev clang-format
+  build-essential cmake pkg-config g++ clang libclang-rt-14-dev clang-format clang-tidy
   libxxhash-dev catch2 libbenchmark-dev librdkafka-dev libssl-dev
 )
 

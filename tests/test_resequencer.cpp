@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -419,6 +420,38 @@ TEST_CASE("sinks must not call back into the resequencer", "[ordering][resequenc
     r.push("k", stamp{}, 1, origin{}, ms(0));
     CHECK(threw);
     CHECK_NOTHROW(r.advance_watermark(ms(2)));  // usable afterwards
+}
+
+TEST_CASE("moves are noexcept unless EventSize's are, and carry the held events",
+          "[ordering][resequencer]") {
+    struct throwing_size {
+        throwing_size() = default;
+        throwing_size(const throwing_size&) = default;
+        throwing_size(throwing_size&&) noexcept(false) {}
+        auto operator=(const throwing_size&) -> throwing_size& = default;
+        auto operator=(throwing_size&&) noexcept(false) -> throwing_size& { return *this; }
+        ~throwing_size() = default;
+        auto operator()(int) const noexcept -> std::size_t { return 1; }
+    };
+    STATIC_REQUIRE(std::is_nothrow_move_constructible_v<keyroute::resequencer<int>>);
+    STATIC_REQUIRE(std::is_nothrow_move_assignable_v<keyroute::resequencer<int>>);
+    STATIC_REQUIRE_FALSE(
+        std::is_nothrow_move_constructible_v<keyroute::resequencer<int, throwing_size>>);
+    STATIC_REQUIRE_FALSE(
+        std::is_nothrow_move_assignable_v<keyroute::resequencer<int, throwing_size>>);
+
+    std::vector<int> got;
+    const auto sink = [&](keyroute::delivery<int>&& d) { got.push_back(d.event); };
+    const auto gap = [](const keyroute::gap_report&) {};
+    keyroute::resequencer<int> a(config(), sink, gap);
+    a.push("k", lane_a(1), 1, origin{1, 0}, ms(0));
+    keyroute::resequencer<int> b(std::move(a));
+    CHECK(b.held_events() == 1);
+    keyroute::resequencer<int> c(config(), sink, gap);
+    c = std::move(b);
+    c.push("k", lane_a(0), 0, origin{0, 0}, ms(0));
+    CHECK(got == std::vector<int>{0, 1});
+    CHECK(c.held_events() == 0);
 }
 
 TEST_CASE("a waiting cycle from a broken producer contract is broken, nothing lost",

@@ -375,3 +375,16 @@ TEST_CASE("more partitions than plans are kept for: placed by load", "[router][l
     CHECK(hot_parts.size() > 1);
     CHECK(router.stats().routed == 40000U);
 }
+
+TEST_CASE("route() reads the system clock through the coarse clock, on the same epoch",
+          "[router][clock]") {
+#if defined(__linux__) && !defined(CLOCK_REALTIME_COARSE)
+#error "<ctime> no longer declares CLOCK_REALTIME_COARSE: detail::cheap_now lost its fast path"
+#endif
+    const auto before = clock_type::now();
+    const auto cheap = keyroute::detail::cheap_now<clock_type>();
+    const auto after = clock_type::now();
+    // The coarse clock lags by at most a scheduler tick; a second is far more than enough.
+    CHECK(cheap >= before - std::chrono::seconds(1));
+    CHECK(cheap <= after + std::chrono::seconds(1));
+}

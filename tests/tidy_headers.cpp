@@ -1,5 +1,5 @@
 // One translation unit that includes every public header, for clang-tidy (see .clang-tidy):
-//   clang-tidy tests/tidy_headers.cpp -- -std=c++17 -Iinclude
+//   clang-tidy tests/tidy_headers.cpp -- -std=c++17 -Iinclude   (ctest -L tidy: as errors)
 // Needs Google Benchmark's and librdkafka's headers (scripts/deps.sh installs both).
 #include <keyroute/bench.hpp>
 #include <keyroute/hash.hpp>

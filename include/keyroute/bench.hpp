@@ -71,7 +71,7 @@ namespace detail {
 
 template <class Fn>
 void run_over_keys(benchmark::State& state, const Fn& fn) {
-    const std::size_t size = static_cast<std::size_t>(state.range(0));
+    const auto size = static_cast<std::size_t>(state.range(0));
     const std::vector<std::string>& keys = keys_of_size(size);
     // Threads start at different keys so they do not walk the same cache lines in step.
     std::size_t i = static_cast<std::size_t>(state.thread_index()) * 1024U;

@@ -245,7 +245,7 @@ struct quality_report {
               << ",\"max_over_mean\":" << d.max_over_mean
               << ",\"min_over_mean\":" << d.min_over_mean << "}";
         }
-        s << "],\"avalanche\":{\"input_bits\":" << avalanche.input_bits
+        s << R"(],"avalanche":{"input_bits":)" << avalanche.input_bits
           << ",\"output_bits\":" << avalanche.output_bits << ",\"samples\":" << avalanche.samples
           << ",\"mean_bias\":" << avalanche.mean_bias << ",\"worst_bias\":" << avalanche.worst_bias
           << ",\"worst_input_bit\":" << avalanche.worst_input_bit
@@ -439,7 +439,7 @@ auto hash_quality(std::string name, const Hash& hash = Hash{}, const quality_opt
     r.name = std::move(name);
     r.partitions = options.partitions;
     const double mean = static_cast<double>(options.keys) / options.partitions;
-    const double samples = static_cast<double>(options.avalanche_keys);
+    const auto samples = static_cast<double>(options.avalanche_keys);
     r.min_p_value = options.min_p_value;
     r.max_load_ratio =
         options.max_load_ratio > 0 ? options.max_load_ratio : 1.0 + 7.0 / std::sqrt(mean);

@@ -236,6 +236,11 @@ struct episode_key_hash {
     }
 };
 
+/// Whether every T moves (constructs and assigns) without throwing.
+template <class... T>
+inline constexpr bool nothrow_movable_v = ((std::is_nothrow_move_constructible_v<T> &&
+                                            std::is_nothrow_move_assignable_v<T>)&&...);
+
 /// A resequencer was called from one of its own sinks: a logic error (std::logic_error, or
 /// abort without exceptions).
 [[noreturn]] inline void reentered() {
@@ -339,8 +344,10 @@ public:
 
     resequencer(const resequencer&) = delete;
     auto operator=(const resequencer&) -> resequencer& = delete;
-    resequencer(resequencer&&) = default;
-    auto operator=(resequencer&&) -> resequencer& = default;
+    /// Moves throw only if EventSize's do (every other member's move is noexcept: checked below).
+    resequencer(resequencer&&) noexcept(std::is_nothrow_move_constructible_v<EventSize>) = default;
+    auto operator=(resequencer&&) noexcept(std::is_nothrow_move_assignable_v<EventSize>)
+        -> resequencer& = default;
     ~resequencer() = default;
 
     /// Takes one event read from `source`: delivers it now (and whatever it unblocks), holds it,
@@ -1197,6 +1204,15 @@ private:
     time_type m_watermark = time_type::min();
     resequencer_stats m_stats;
     bool m_busy = false;
+
+    // Each member type but EventSize and the scalars: the standard does not promise them all.
+    static_assert(
+        detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slots),
+                                  decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
+                                  decltype(m_spare_fifos), decltype(m_episodes),
+                                  decltype(m_partitions), decltype(m_deadlines), decltype(m_seen),
+                                  time_type, resequencer_stats>,
+        "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
 
 }  // namespace keyroute

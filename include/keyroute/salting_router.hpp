@@ -956,7 +956,7 @@ private:
         const std::uint64_t background = 4 * total / (m_sketch_mask + 1U);
         std::uint64_t admit_level = (t + 1) / 2;
         double scale = 0;
-        double bar = static_cast<double>(t);
+        auto bar = static_cast<double>(t);
         if (m_config.threshold == 0 && total != 0) {
             const double expected = expected_total(w, total, frac);
             scale = expected / static_cast<double>(total);
@@ -986,7 +986,7 @@ private:
         -> bool {
         const double scale = lv.scale.load(std::memory_order_relaxed);
         if (scale <= 0 || count < 2 * m_config.min_threshold) return false;
-        const double c = static_cast<double>(count);
+        const auto c = static_cast<double>(count);
         return c * scale * (1.0 - 4.0 / std::sqrt(c)) >= lv.bar.load(std::memory_order_relaxed);
     }
 
@@ -1278,7 +1278,7 @@ private:
         const std::uint32_t low =
             ordered ? std::max<std::uint32_t>(1, m_fill_low[parity].load(std::memory_order_relaxed))
                     : m_n;
-        const double n = static_cast<double>(m_n);
+        const auto n = static_cast<double>(m_n);
         const double need = std::max(1.25 * share * n, static_cast<double>(low) * share / spread);
         const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(need), 2.0, n));
         const std::uint32_t span = std::max(low, f);

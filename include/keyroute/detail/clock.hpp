@@ -4,11 +4,8 @@
 /// Reading the clock cheaply on the route path.
 
 #include <chrono>
+#include <ctime>  // with POSIX's clock_gettime and CLOCK_REALTIME_COARSE on Linux
 #include <type_traits>
-
-#if defined(__linux__)
-#include <time.h>
-#endif
 
 namespace keyroute::detail {
 
@@ -20,8 +17,8 @@ template <class Clock>
 inline auto cheap_now() noexcept -> typename Clock::time_point {
 #if defined(__linux__) && defined(CLOCK_REALTIME_COARSE)
     if constexpr (std::is_same_v<Clock, std::chrono::system_clock>) {
-        timespec ts{};
-        if (clock_gettime(CLOCK_REALTIME_COARSE, &ts) == 0) {
+        ::timespec ts{};
+        if (::clock_gettime(CLOCK_REALTIME_COARSE, &ts) == 0) {
             const auto since_epoch =
                 std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
             return typename Clock::time_point(
