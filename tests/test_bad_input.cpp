@@ -618,21 +618,70 @@ TEST_CASE("bad-input: a full resequencer, release_early and refuse", "[bad-input
     }
 }
 
-// Known defect, reported: a stamp with sequence 2^64-1 (decode_stamp accepts any 64-bit varint)
-// makes the episode's next expected sequence wrap to 0, after which sequences already given up
-// are delivered again as in order. What must hold: sequence 0, reported missing, comes late.
-TEST_CASE("bad-input: a stamp with sequence 2^64-1", "[bad-input][resequencer][!shouldfail]") {
-    keyroute::resequencer_config rc;
-    rc.max_bytes = 8;  // 4 + 5 bytes: the first event is too big to hold, delivered at once
-    reseq q(rc);
+// Sequence 2^64-1 is an episode's last: once delivered, the episode is finished instead of its
+// next expected sequence wrapping to 0, so sequences already given up come late, and the ones
+// delivered are duplicates. Each way of delivering it: at once (too big to hold, its gap given
+// up), in order after the sequence before it, and held until the watermark gives up its gap.
+TEST_CASE("bad-input: a stamp with sequence 2^64-1", "[bad-input][resequencer]") {
     const std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
-    CHECK(q.r.push("kkkkk", keyroute::stamp{1, 0, 1, top, true}, 1, keyroute::origin{0, 0},
-                   ms(0)) == keyroute::push_result::accepted);
-    REQUIRE(q.gaps.size() == 1);  // 0 .. 2^64-2 given up
-    const auto second =
-        q.r.push("k", keyroute::stamp{1, 0, 1, 0, true}, 2, keyroute::origin{0, 1}, ms(0));
-    CHECK((second == keyroute::push_result::duplicate ||
-           (q.orders.size() == 2 && q.orders[1] == keyroute::delivery_order::late)));
+    const auto st = [](std::uint64_t seq) { return keyroute::stamp{1, 0, 1, seq, true}; };
+    std::int64_t offset = 0;
+    const auto push = [&](reseq& q, std::uint64_t seq, int event, const std::string& key = "k") {
+        return q.r.push(key, st(seq), event, keyroute::origin{0, offset++}, ms(0));
+    };
+    keyroute::resequencer_config rc;
+    std::uint64_t first_given_up = 0;
+    std::uint64_t last_given_up = top - 1;
+    std::unique_ptr<reseq> q;
+    SECTION("too big to hold: delivered at once") {
+        rc.max_bytes = 8;  // 4 + 5 bytes: the event is too big to hold, delivered at once
+        q = std::make_unique<reseq>(rc);
+        CHECK(push(*q, top, 1, "kkkkk") == keyroute::push_result::accepted);
+    }
+    SECTION("in order, after 2^64-2") {
+        rc.max_bytes = 8;
+        q = std::make_unique<reseq>(rc);
+        CHECK(push(*q, top - 1, 1, "kkkkk") == keyroute::push_result::accepted);  // gives up 0..
+        CHECK(push(*q, top, 1) == keyroute::push_result::accepted);
+        last_given_up = top - 2;
+    }
+    SECTION("held, then released by the watermark") {
+        rc.max_delay = ms(10);
+        q = std::make_unique<reseq>(rc);
+        CHECK(push(*q, top, 1) == keyroute::push_result::accepted);
+        CHECK(q->r.held_events() == 1);
+        q->r.advance_watermark(ms(10));
+    }
+    REQUIRE(q->gaps.size() == 1);
+    CHECK(q->gaps[0].first_missing == first_given_up);
+    CHECK(q->gaps[0].last_missing == last_given_up);
+    REQUIRE(q->orders.back() == keyroute::delivery_order::in_order);
+    const std::size_t before = q->delivered.size();
+    CHECK(q->r.held_events() == 0);
+    // Given up: late, each once.
+    CHECK(push(*q, 0, 2) == keyroute::push_result::accepted);
+    CHECK(push(*q, 1, 3) == keyroute::push_result::accepted);
+    REQUIRE(q->delivered.size() == before + 2);
+    CHECK(q->orders[before] == keyroute::delivery_order::late);
+    CHECK(q->orders[before + 1] == keyroute::delivery_order::late);
+    CHECK(push(*q, 0, 4) == keyroute::push_result::duplicate);
+    // Delivered: duplicates, even with a new offset; nothing is held, nothing more given up.
+    CHECK(push(*q, top, 5) == keyroute::push_result::duplicate);
+    CHECK(q->r.held_events() == 0);
+    CHECK(q->gaps.size() == 1);
+    CHECK(q->delivered.size() == before + 2);
+    CHECK(q->r.stats().late == 2);
+
+    // A checkpoint carries the finished episode across a restart.
+    reseq restored(rc);
+    restored.r.restore(q->r.checkpoint());
+    offset = 100;
+    CHECK(push(restored, top, 6) == keyroute::push_result::duplicate);
+    CHECK(push(restored, 0, 7) == keyroute::push_result::duplicate);
+    CHECK(push(restored, 2, 8) == keyroute::push_result::accepted);
+    REQUIRE(restored.orders.size() == 1);
+    CHECK(restored.orders[0] == keyroute::delivery_order::late);
+    CHECK(restored.r.held_events() == 0);
 }
 
 TEST_CASE("bad-input: malformed stamps are rejected with a reason", "[bad-input][stamp]") {

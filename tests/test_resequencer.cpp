@@ -487,6 +487,35 @@ TEST_CASE("a waiting cycle from a broken producer contract is broken, nothing lo
     CHECK(std::is_sorted(b.begin(), b.end()));
 }
 
+TEST_CASE("a late event released to break a waiting cycle is out_of_order, not late",
+          "[ordering][resequencer]") {
+    // Lane b, episode 2: sequence 0 is given up, so its arrival later is late.
+    harness h(config(1000, ms(100)));
+    h.stamped("k", lane_b(1, 2), 1, 0, 201);
+    h.r.advance_watermark(ms(100));
+    REQUIRE(h.gaps.size() == 1);
+    // Partition 0, in this order: b1 of episode 1 (waits for b0), the late b0 of episode 2
+    // (waits behind b1: same lane, other episode), b0 of episode 1 (waits behind the late one,
+    // same reason). A cycle: the producer put b1 before b0 on one partition.
+    h.stamped("k", lane_b(1), 0, 0, 101, ms(200));
+    h.stamped("k", lane_b(0, 2), 0, 1, 200, ms(200));
+    h.stamped("k", lane_b(0), 0, 2, 100, ms(200));
+    CHECK(h.r.held_events() == 3);
+    // The oldest deadline (b1) is forced: its chain b1 -> b0 -> late b0 -> b1 ends on the late one.
+    h.r.advance_watermark(ms(300));
+    CHECK(h.r.held_events() == 0);
+    REQUIRE(h.out.size() == 4);
+    CHECK(h.out[1].event == 200);
+    CHECK(h.out[1].order == delivery_order::out_of_order);
+    CHECK(h.out[2].event == 100);
+    CHECK(h.out[2].order == delivery_order::in_order);
+    CHECK(h.out[3].event == 101);
+    CHECK(h.out[3].order == delivery_order::in_order);
+    CHECK(h.r.stats().out_of_order == 1);
+    CHECK(h.r.stats().late == 0);
+    CHECK(h.gaps.size() == 1);
+}
+
 TEST_CASE("checkpoint and restore carry the state across a restart", "[ordering][resequencer]") {
     harness a(config());
     a.stamped("k", lane_a(0), 0, 0, 0);

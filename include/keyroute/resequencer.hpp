@@ -18,7 +18,8 @@
 ///    `sequence` order. An early event is held until the sequences before it are delivered or
 ///    given up as missing; every sequence given up is reported in a gap_report, never silently.
 ///    An event whose sequence was already given up when it arrives is delivered with
-///    `delivery_order::late` (it is out of episode order, and flagged so).
+///    `delivery_order::late` (it is out of episode order, and flagged so), or `out_of_order` if
+///    it is the event released to break a waiting cycle (see below).
 /// 2. Partition order: of two events of the same key read from the same partition, the later
 ///    one is never delivered before the earlier one when the later one is unstamped, when the
 ///    earlier one is unstamped, or when both carry stamps of the same (producer, lane) from
@@ -119,11 +120,14 @@ enum class push_result {
 };
 
 /// How a delivered event stands with respect to the ordering rules.
+/// One value per delivery: `out_of_order` wins over `late`, since it is the one that says rule 2
+/// may not hold (a late event's sequence was reported missing in a gap_report anyway).
 enum class delivery_order {
     in_order,      ///< rules 1 and 2 hold for it
-    late,          ///< its sequence had been given up as missing (and reported) before it arrived
+    late,          ///< its sequence had been given up as missing (and reported) before it
+                   ///< arrived: out of episode order (rule 1), but rule 2 holds for it
     out_of_order,  ///< released to break a waiting cycle (only when the producer broke its
-                   ///< contract)
+                   ///< contract), late or not: it may pass events it should have waited for
 };
 
 /// Why sequences were given up.
@@ -197,7 +201,9 @@ struct resequencer_checkpoint {
         std::uint16_t lane = 0;
         std::uint64_t episode = 0;
         std::string key;
-        std::uint64_t next_sequence = 0;  ///< every sequence below it is delivered or given up
+        /// Every sequence below it is delivered or given up. A finished episode (sequence 2^64-1
+        /// delivered, see resequencer) has 2^64-1 here and in delivered_ahead.
+        std::uint64_t next_sequence = 0;
         std::chrono::milliseconds last_time{};
         std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;  ///< ranges, for `late`
         std::vector<std::uint64_t> delivered_ahead;  ///< above next_sequence, already delivered
@@ -304,7 +310,11 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// always while it holds events, then for episode_ttl after its last event and among the
 /// max_idle_episodes most recently used idle episodes. An event of a forgotten episode (with no
 /// usable offset) starts a new episode: if its sequence is not 0 it waits max_delay, its earlier
-/// sequences are reported missing, and it is delivered again. Exactly-once across a restart
+/// sequences are reported missing, and it is delivered again. Sequence 2^64-1 is an episode's
+/// last: once it is delivered the episode is finished, its next expected sequence stays at
+/// 2^64-1 instead of wrapping to 0, and every later push of the episode is a duplicate or, if
+/// its sequence was given up, late. (The router writes 40-bit sequences: only a corrupt or
+/// hostile stamp gets there.) Exactly-once across a restart
 /// needs checkpoint()/restore() and offsets. To flag late arrivals, an episode remembers its
 /// last 256 given-up ranges; a late event of an older range is reported as a duplicate.
 ///
@@ -450,6 +460,7 @@ public:
             for (const auto& [seq, slot] : ep.held) {
                 if (slot == tombstone) out.delivered_ahead.push_back(seq);
             }
+            if (ep.finished) out.delivered_ahead.push_back(last_sequence);
             cp.episodes.push_back(std::move(out));
         }
         // A late event still held is not delivered: after a restore it must count as late again.
@@ -486,6 +497,7 @@ public:
             ep.last_time = e.last_time;
             ep.given_up = e.given_up;
             for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
+            after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
             idle_push_back(ep);
         }
         forget_idle_episodes();
@@ -510,6 +522,7 @@ private:
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
     static constexpr std::int64_t released = -1;
+    static constexpr std::uint64_t last_sequence = std::numeric_limits<std::uint64_t>::max();
     /// Given-up ranges remembered per episode to flag late arrivals; older ones are dropped
     /// (a late arrival of those is then reported as a duplicate, still not silently lost).
     static constexpr std::size_t max_given_up_ranges = 256;
@@ -549,6 +562,7 @@ private:
         detail::episode_key id{};
         std::string key;
         std::uint64_t next = 0;
+        bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
         std::map<std::uint64_t, std::uint32_t> held;  // sequence -> slot, or tombstone
         std::size_t refs = 0;                         // held entries pointing here
         time_type last_time = time_type::min();
@@ -708,7 +722,7 @@ private:
             p.episode = find_episode(st);
             if (p.episode != nullptr) {
                 episode_state& ep = *p.episode;
-                if (st.sequence < ep.next) {
+                if (passed(ep, st.sequence)) {
                     if (!in_given_up(ep, st.sequence)) {
                         p.what = verdict::duplicate;
                         return p;
@@ -790,7 +804,7 @@ private:
             if (p.late) {
                 remove_given_up(*ep, st.sequence);
             } else {
-                ++ep->next;
+                step_next(*ep);
                 after_advance(*ep, 0);
             }
             if (ep->refs == 0) idle_push_back(*ep);
@@ -808,7 +822,7 @@ private:
         if (st && !p.late) {
             episode_state& ep = episode_for(st, key, time, p.episode);
             give_up_below(ep, st.sequence, gap_reason::full);
-            ++ep.next;
+            step_next(ep);
             after_advance(ep, 0);
             if (ep.refs == 0) idle_push_back(ep);
         } else if (st) {
@@ -913,15 +927,28 @@ private:
         }
     }
 
+    // Moves the episode's next sequence on by one. Past last_sequence there is nothing to expect:
+    // the episode is finished instead of wrapping to 0 (which would take every given-up or
+    // delivered sequence for a new one).
+    static void step_next(episode_state& ep) noexcept {
+        if (ep.next == last_sequence) ep.finished = true;
+        else ++ep.next;
+    }
+
+    // Whether `seq` is behind the episode's progress: delivered or given up (or delivered ahead).
+    [[nodiscard]] static auto passed(const episode_state& ep, std::uint64_t seq) noexcept -> bool {
+        return ep.finished || seq < ep.next;
+    }
+
     // The episode's next sequence moved: skip tombstones, and wake the fifo of the next one if
     // it is held. `after` is the serial of the event just released from a fifo being scanned.
     void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
-        while (!ep.held.empty() && ep.held.begin()->first == ep.next &&
+        while (!ep.finished && !ep.held.empty() && ep.held.begin()->first == ep.next &&
                ep.held.begin()->second == tombstone) {
             ep.held.erase(ep.held.begin());
-            ++ep.next;
+            step_next(ep);
         }
-        if (ep.held.empty() || ep.held.begin()->first != ep.next) return;
+        if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
         const entry& nxt = *m_slots[ep.held.begin()->second];
         // A forward scan of the same fifo reaches events pushed after the one it released.
         if (scanning_serial != 0 && nxt.queue == m_scanning && nxt.serial > scanning_serial) return;
@@ -1063,7 +1090,7 @@ private:
             if (!e.late) {
                 if (e.st.sequence == ep.next) {
                     ep.held.erase(ep.held.begin());
-                    ++ep.next;
+                    step_next(ep);
                     after_advance(ep, e.serial);
                 } else {
                     ep.held[e.st.sequence] = tombstone;
@@ -1090,7 +1117,9 @@ private:
         e.queue = nullptr;
         e.episode = nullptr;
         m_free.push_back(slot);
-        const delivery_order final_order = e.late ? delivery_order::late : order;
+        // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
+        const delivery_order final_order =
+            e.late && order == delivery_order::in_order ? delivery_order::late : order;
         deliver(std::move(ev), q.key, st, source, time, final_order);
     }
 

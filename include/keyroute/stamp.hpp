@@ -42,8 +42,10 @@ struct stamp {
     std::uint64_t producer = 0;  ///< router instance id (salting_config::producer_id)
     std::uint16_t lane = 0;      ///< producer lane (one per routing thread) within the router
     std::uint64_t episode = 0;   ///< >= 1 for a real stamp; unique per (producer, lane)
-    std::uint64_t sequence = 0;  ///< 0, 1, 2, ... within the episode, without gaps
-    bool salted = false;         ///< the key was being spread when this event was routed
+    /// 0, 1, 2, ... within the episode, without gaps; 2^64-1 would be the episode's last (the
+    /// resequencer then treats the episode as finished; the router's sequences stay below 2^40).
+    std::uint64_t sequence = 0;
+    bool salted = false;  ///< the key was being spread when this event was routed
 
     /// True for a real stamp, false for "no stamp".
     [[nodiscard]] constexpr explicit operator bool() const noexcept { return episode != 0; }

@@ -10,7 +10,7 @@
 //   sequence was delivered or reported in a gap, and no sequence is delivered twice;
 // - rule 2: of two events of one key read from one partition, the later one never comes out
 //   in order before the earlier one when either is unstamped or both are of one lane and
-//   different episodes (an event flagged out_of_order or late is exempt, see on_delivery).
+//   different episodes (an event flagged out_of_order is exempt; a late one is not).
 // Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_resequencer
 // tests/fuzz/corpus/resequencer
 #include <keyroute/resequencer.hpp>
@@ -96,7 +96,8 @@ struct accounted {
         auto it = ranges.upper_bound(first);
         if (it != ranges.begin()) {
             auto prev = std::prev(it);
-            if (prev->second != std::numeric_limits<std::uint64_t>::max() &&
+            // Touching or overlapping (prev->second + 1 would wrap at 2^64-1, which covers all).
+            if (prev->second == std::numeric_limits<std::uint64_t>::max() ||
                 prev->second + 1 >= first) {
                 first = prev->first;
                 last = std::max(last, prev->second);
@@ -162,9 +163,9 @@ struct model {
         }
         std::set<std::uint32_t>& waiting = undelivered[{p.key, p.source.partition}];
         waiting.erase(d.event.id);
-        // A cycle breaker is flagged out_of_order, except that a late event released to break a
-        // cycle is flagged late (one flag per delivery, late first; reported): exempt both.
-        if (d.order != keyroute::delivery_order::in_order) return;
+        // A cycle breaker is flagged out_of_order (even when late): exempt. A late event keeps
+        // rule 2.
+        if (d.order == keyroute::delivery_order::out_of_order) return;
         // Rule 2 against every earlier accepted push of the key and partition not yet delivered.
         for (const std::uint32_t id : waiting) {
             if (id > d.event.id) break;
@@ -323,10 +324,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 p.st.lane = static_cast<std::uint16_t>((op >> 1U) % 2U);
                 p.st.episode = 1 + (op >> 2U) % 3U;
                 p.st.sequence = in.byte() % 12U;
-                // Near the top of the range, but not 2^64-1 itself: delivering that one wraps the
-                // episode's next sequence to 0 (reported; tests/test_bad_input.cpp).
+                // The top of the range, 2^64-1 (an episode's last sequence) included.
                 if (op >= 250)
-                    p.st.sequence = std::numeric_limits<std::uint64_t>::max() - 1 - (op - 250U);
+                    p.st.sequence = std::numeric_limits<std::uint64_t>::max() - (op - 250U);
                 p.st.salted = (op & 0x10U) != 0;
             }
             keyroute::push_result result = push(p);
