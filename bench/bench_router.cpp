@@ -9,6 +9,7 @@
 // together route 2^20 events per one-minute window: a run crosses a window every ~30 ms of
 // routing, so the window rollover and hot-key admission paths are part of the measurement.
 // route(key) reads the clock (CLOCK_REALTIME_COARSE) instead: a run stays in one or two windows.
+#include "bench_keys.hpp"
 #include "seed_router.hpp"
 #include "workloads.hpp"
 
@@ -135,7 +136,7 @@ void run(benchmark::State& state, trace_kind kind, std::size_t size) {
     for (auto _ : state) {
         const std::string_view key = g_trace->events[i & trace_mask];
         if constexpr (S == scheme::xxh3_alone) {
-            benchmark::DoNotOptimize(XXH3_64bits(key.data(), key.size()));
+            benchmark::DoNotOptimize(keyroute_bench::xxh3_call(key.data(), key.size()));
         } else if constexpr (S == scheme::hash_partitioner) {
             benchmark::DoNotOptimize(base.route(key));
         } else if constexpr (S == scheme::route_now) {

@@ -21,7 +21,10 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target bench_partitioners bench_router bench_summary -j "$jobs" >/dev/null
 mkdir -p "$out"
 
-args=(--benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+# Repetitions are interleaved in random order, so a change of clock speed or load during the run
+# (common on shared VMs) spreads over every benchmark instead of biasing the later ones.
+args=(--benchmark_repetitions=3 --benchmark_enable_random_interleaving=true
+      --benchmark_report_aggregates_only=true
       --benchmark_min_time="$min_time" --benchmark_filter="$filter" --benchmark_out_format=json)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 echo "scripts/bench.sh: bench_partitioners (about 2 minutes)..." >&2
@@ -38,7 +41,7 @@ echo
 echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores ($(uname -sr))"
 echo "- compiler: $("$cxx" --version | head -1), flags: Release ($flags)"
 echo "- Google Benchmark: $(dpkg-query -W -f='${Version}' libbenchmark-dev 2>/dev/null || echo '?')"
-echo "- command: scripts/bench.sh $min_time (--benchmark_repetitions=3, medians, --benchmark_min_time=$min_time)"
+echo "- command: scripts/bench.sh $min_time (--benchmark_repetitions=3 interleaved, medians, --benchmark_min_time=$min_time)"
 echo "- load average before / after: $load_before / $load_after (other jobs share the cores)"
 echo
 "$build/bench/bench_summary" "$out/partitioners.json" "$out/router.json"

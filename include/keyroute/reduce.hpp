@@ -86,7 +86,12 @@ private:
 };
 
 /// The exact reduction the partitioners use by default: `h % n`, computed the way that
-/// measured fastest on the reference machine (see bench/README.md).
-using exact_reduction = fastmod_reduction;
+/// measured fastest on the reference machine (see bench/README.md): the hardware divide. With
+/// the partition count known only at run time, fastmod_reduction's four multiplications were no
+/// faster there (AMD Zen 5, whose 64-bit divide is short); on CPUs with a slow 64-bit divide
+/// (Intel before Ice Lake: tens of cycles, per Agner Fog's instruction tables) measure
+/// `hash_partitioner<xxh3, fastmod_reduction>` with bench_partitioners. Both give the same
+/// partitions.
+using exact_reduction = modulo_reduction;
 
 }  // namespace keyroute

@@ -254,7 +254,8 @@ public:
             cache_window(ln, event_window);
         }
         const std::int64_t w = enter_window(event_window);
-        const double frac = event_window == w ? position_in(ln, ticks) : 1.0;
+        // How far into the window the event is costs a division: computed only when needed.
+        const moment at{&ln, ticks, event_window != w};
         observe(ln, w);
         route_decision d;
         std::uint64_t h = 0;
@@ -271,7 +272,7 @@ public:
         }
         d.partition = d.home;
         const std::uint64_t fp = h | 1U;
-        const levels& lv = levels_of(ln, w, frac);
+        const levels& lv = levels_of(ln, w, at);
         std::uint32_t slot = find(fp);
         if (slot == no_slot || !live(m_entries[slot], w)) {
             const std::uint32_t estimate = sketch_add(h, w);
@@ -280,7 +281,7 @@ public:
                        : no_slot;
         }
         if (slot != no_slot) {
-            tracked(ln, slot, fp, w, frac, lv, d);
+            tracked(ln, slot, fp, w, at, lv, d);
         } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
             d.partition = failover(d.home, fp);
         }
@@ -535,6 +536,17 @@ private:
     }
 
     /// How far into the lane's cached window a time is, in [0, 1].
+    /// An event's time in its lane's current window; `late` events (from an earlier window) count
+    /// as at its end.
+    struct moment {
+        const lane* ln;
+        std::int64_t ticks;
+        bool late;
+        [[nodiscard]] auto fraction() const noexcept -> double {
+            return late ? 1.0 : position_in(*ln, ticks);
+        }
+    };
+
     [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
         const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
         const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
@@ -936,14 +948,14 @@ private:
 
     /// A lane's cached levels for window w, recomputed every `levels_every` of its events and at
     /// each new window, so the route path compares instead of summing counters over lanes.
-    auto levels_of(lane& ln, std::int64_t w, double frac) noexcept -> const levels& {
+    auto levels_of(lane& ln, std::int64_t w, const moment& at) noexcept -> const levels& {
         const levels& lv = ln.lv;
         const std::uint64_t seen =
             ln.window_events[static_cast<std::uint64_t>(w) & 1U].load(std::memory_order_relaxed);
         if (lv.window.load(std::memory_order_relaxed) == w &&
             seen < lv.until.load(std::memory_order_relaxed))
             return lv;
-        refresh_levels(ln, w, frac, seen);
+        refresh_levels(ln, w, at.fraction(), seen);
         return lv;
     }
 
@@ -1126,7 +1138,7 @@ private:
     }
 
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
-    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, double frac,
+    void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, const moment& at,
                  const levels& lv, route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
@@ -1188,7 +1200,7 @@ private:
                     if (e.plan_window.load(std::memory_order_acquire) == w) {
                         reserve_plan(e, w);
                     } else {
-                        plan_now(e, w, counted, frac);
+                        plan_now(e, w, counted, at.fraction());
                     }
                 }
                 hot = true;
