@@ -4,6 +4,8 @@
 // count throws std::invalid_argument and nothing else (a good count never throws).
 // Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_partitioners
 // tests/fuzz/corpus/partitioners
+#include "fuzz_input.hpp"
+
 #include <keyroute/hash.hpp>
 #include <keyroute/jump.hpp>
 #include <keyroute/key_group.hpp>
@@ -15,7 +17,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -27,38 +28,7 @@
 
 namespace {
 
-// Reads the input front to back; past the end every read is 0.
-class input {
-public:
-    input(const std::uint8_t* data, std::size_t size) : m_data(data), m_size(size) {}
-
-    auto byte() -> std::uint8_t { return m_pos < m_size ? m_data[m_pos++] : 0; }
-
-    auto u64(std::size_t bytes) -> std::uint64_t {
-        std::uint64_t v = 0;
-        for (std::size_t i = 0; i < bytes; ++i) v |= std::uint64_t{byte()} << (8U * i);
-        return v;
-    }
-
-    auto rest() -> std::string_view {
-        const std::string_view out(reinterpret_cast<const char*>(m_data) + m_pos, m_size - m_pos);
-        m_pos = m_size;
-        return out;
-    }
-
-private:
-    const std::uint8_t* m_data;
-    std::size_t m_size;
-    std::size_t m_pos = 0;
-};
-
-void require_at(bool ok, const char* what, int line) {
-    if (ok) return;
-    std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, line, what);
-    std::abort();
-}
-// NOLINTNEXTLINE(cppcoreguidelines-macro-usage): the failing expression and line, for triage
-#define FUZZ_REQUIRE(...) require_at((__VA_ARGS__), #__VA_ARGS__, __LINE__)
+using keyroute_fuzz::input;
 
 // Builds with `make()`: expects std::invalid_argument exactly when `bad`, any other exception
 // (or none where one is due) aborts.

@@ -13,6 +13,8 @@
 //   different episodes (an event flagged out_of_order is exempt; a late one is not).
 // Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_resequencer
 // tests/fuzz/corpus/resequencer
+#include "fuzz_input.hpp"
+
 #include <keyroute/resequencer.hpp>
 
 #include <algorithm>
@@ -26,38 +28,13 @@
 #include <map>
 #include <set>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 namespace {
 
-class input {
-public:
-    input(const std::uint8_t* data, std::size_t size) : m_data(data), m_size(size) {}
-
-    [[nodiscard]] auto empty() const -> bool { return m_pos >= m_size; }
-    auto byte() -> std::uint8_t { return m_pos < m_size ? m_data[m_pos++] : 0; }
-    auto u64(std::size_t bytes) -> std::uint64_t {
-        std::uint64_t v = 0;
-        for (std::size_t i = 0; i < bytes; ++i) v |= std::uint64_t{byte()} << (8U * i);
-        return v;
-    }
-
-private:
-    const std::uint8_t* m_data;
-    std::size_t m_size;
-    std::size_t m_pos = 0;
-};
-
-void require_at(bool ok, const char* what, int line) {
-    if (ok) return;
-    std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, line, what);
-    std::abort();
-}
-// NOLINTNEXTLINE(cppcoreguidelines-macro-usage): the failing expression and line, for triage
-#define FUZZ_REQUIRE(...) require_at((__VA_ARGS__), #__VA_ARGS__, __LINE__)
+using keyroute_fuzz::input;
 
 using ms = std::chrono::milliseconds;
 

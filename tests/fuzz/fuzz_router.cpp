@@ -9,6 +9,8 @@
 // - stats().routed equals the number of calls, salted and stamped never exceed it;
 // - a bad configuration throws std::invalid_argument and nothing else.
 // Build: -DKEYROUTE_BUILD_FUZZERS=ON with clang; run: fuzz_router tests/fuzz/corpus/router
+#include "fuzz_input.hpp"
+
 #include <keyroute/partitioner.hpp>
 #include <keyroute/salting_router.hpp>
 
@@ -23,42 +25,11 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace {
 
-class input {
-public:
-    input(const std::uint8_t* data, std::size_t size) : m_data(data), m_size(size) {}
-
-    [[nodiscard]] auto empty() const -> bool { return m_pos >= m_size; }
-    auto byte() -> std::uint8_t { return m_pos < m_size ? m_data[m_pos++] : 0; }
-    auto u64(std::size_t bytes) -> std::uint64_t {
-        std::uint64_t v = 0;
-        for (std::size_t i = 0; i < bytes; ++i) v |= std::uint64_t{byte()} << (8U * i);
-        return v;
-    }
-    auto bytes(std::size_t n) -> std::string_view {
-        const std::size_t take = std::min(n, m_size - std::min(m_pos, m_size));
-        const std::string_view out(reinterpret_cast<const char*>(m_data) + m_pos, take);
-        m_pos += take;
-        return out;
-    }
-
-private:
-    const std::uint8_t* m_data;
-    std::size_t m_size;
-    std::size_t m_pos = 0;
-};
-
-void require_at(bool ok, const char* what, int line) {
-    if (ok) return;
-    std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, line, what);
-    std::abort();
-}
-// NOLINTNEXTLINE(cppcoreguidelines-macro-usage): the failing expression and line, for triage
-#define FUZZ_REQUIRE(...) require_at((__VA_ARGS__), #__VA_ARGS__, __LINE__)
+using keyroute_fuzz::input;
 
 using router_type = keyroute::salting_router<keyroute::kafka_partitioner>;
 using clock_type = std::chrono::system_clock;
@@ -168,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 now_ms = static_cast<std::int64_t>(in.u64(8) % (2 * time_limit_ms)) - time_limit_ms;
                 break;
             case 3: now_ms += len; break;
-            case 5: edge = 1 + in.byte() % 2U; continue;  // the clock's very first or last tick
+            case 5: edge = 1 + in.byte() % 2; continue;  // the clock's very first or last tick
             default: now_ms += static_cast<std::int64_t>(in.u64(2)); break;
             }
             edge = 0;
