@@ -11,6 +11,7 @@
 ///     auto real = keyroute::compare_partitioners(before, after, keys, events_per_key);
 
 #include "detail/config.hpp"
+#include "detail/json.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -115,9 +116,9 @@ struct migration_report {
         s.imbue(std::locale::classic());
         s << std::setprecision(17);
         s << "{\"old\":";
-        write_json_string(s, old_label);
+        detail::write_json_string(s, old_label);
         s << ",\"new\":";
-        write_json_string(s, new_label);
+        detail::write_json_string(s, new_label);
         s << ",\"keys\":" << keys << ",\"moved_keys\":" << moved_keys
           << ",\"moved_key_share\":" << moved_key_share() << ",\"traffic\":" << traffic
           << ",\"moved_traffic\":" << moved_traffic
@@ -135,23 +136,6 @@ struct migration_report {
         }
         s << "]}\n";
         out << s.str();
-    }
-
-private:
-    static void write_json_string(std::ostream& s, const std::string& text) {
-        s << '"';
-        for (const char c : text) {
-            const auto u = static_cast<unsigned char>(c);
-            if (c == '"' || c == '\\') {
-                s << '\\' << c;
-            } else if (u < 0x20U) {
-                static constexpr char hex[] = "0123456789abcdef";
-                s << "\\u00" << hex[u >> 4U] << hex[u & 0xfU];
-            } else {
-                s << c;
-            }
-        }
-        s << '"';
     }
 };
 

@@ -16,6 +16,7 @@
 /// published chi-square tables.
 
 #include "detail/config.hpp"
+#include "detail/json.hpp"
 #include "hash.hpp"
 #include "reduce.hpp"
 
@@ -228,18 +229,18 @@ struct quality_report {
         std::ostringstream s;
         s.imbue(std::locale::classic());
         s << std::setprecision(17) << "{\"name\":";
-        json_string(s, name);
+        detail::write_json_string(s, name);
         s << ",\"partitions\":" << partitions << ",\"passed\":" << (passed() ? "true" : "false")
           << ",\"failures\":[";
         for (std::size_t i = 0; i < failures.size(); ++i) {
             s << (i == 0 ? "" : ",");
-            json_string(s, failures[i]);
+            detail::write_json_string(s, failures[i]);
         }
         s << "],\"distribution\":[";
         for (std::size_t i = 0; i < distribution.size(); ++i) {
             const distribution_quality& d = distribution[i];
             s << (i == 0 ? "" : ",") << "{\"keys\":";
-            json_string(s, d.keys);
+            detail::write_json_string(s, d.keys);
             s << ",\"count\":" << d.count << ",\"chi_square\":" << d.chi_square
               << ",\"degrees_of_freedom\":" << d.degrees_of_freedom << ",\"p_value\":" << d.p_value
               << ",\"max_over_mean\":" << d.max_over_mean
@@ -254,23 +255,6 @@ struct quality_report {
           << ",\"max_mean_bias\":" << max_mean_bias << ",\"max_worst_bias\":" << max_worst_bias
           << "}}\n";
         out << s.str();
-    }
-
-private:
-    static void json_string(std::ostream& s, const std::string& text) {
-        s << '"';
-        for (const char c : text) {
-            const auto u = static_cast<unsigned char>(c);
-            if (c == '"' || c == '\\') {
-                s << '\\' << c;
-            } else if (u < 0x20U) {
-                static constexpr char hex[] = "0123456789abcdef";
-                s << "\\u00" << hex[u >> 4U] << hex[u & 0xfU];
-            } else {
-                s << c;
-            }
-        }
-        s << '"';
     }
 };
 
