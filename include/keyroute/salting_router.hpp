@@ -771,8 +771,19 @@ private:
         const double mean = expected / static_cast<double>(m_n);
         const double level = (1.0 + headroom) * mean;
         const double sliver = 0.05 * mean;
+        const std::uint32_t home = e.home.load(std::memory_order_relaxed);
+        const auto cold_load = [&](std::uint32_t p) {
+            const std::uint64_t all = load_of(p, w);
+            const std::uint64_t runs = m_run_load[parity * m_n + p].load(std::memory_order_relaxed);
+            return static_cast<double>(all > runs ? all - runs : 0);
+        };
+        // The key's events so far all went home: they are part of its volume, already placed,
+        // not cold load to project over the rest of the window (which would leave home no room
+        // and cost the key one more partition).
+        const double own =
+            home < m_n ? std::min(static_cast<double>(counted), cold_load(home)) : 0.0;
         // An early share is noisy: plan a quarter more room than it suggests.
-        double remaining = 1.25 * share * expected;
+        double remaining = std::max(0.0, 1.25 * share * expected - own);
         const auto most = static_cast<std::uint32_t>(
             std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
         const std::uint32_t first = m_plan_used[parity].fetch_add(most, std::memory_order_acq_rel);
@@ -781,10 +792,9 @@ private:
         plan_piece* out = m_plan.get() + parity * pieces_per_window() + first;
         const auto room_of = [&](std::uint32_t p) {
             if (m_down[p].load(std::memory_order_relaxed) != 0) return 0.0;
-            const std::uint64_t all = load_of(p, w);
-            const std::uint64_t runs = m_run_load[parity * m_n + p].load(std::memory_order_relaxed);
+            const double mine = p == home ? own : 0.0;
             const double projected =
-                static_cast<double>(all > runs ? all - runs : 0) * scale +
+                (cold_load(p) - mine) * scale + mine +
                 static_cast<double>(m_reserved[parity * m_n + p].load(std::memory_order_relaxed));
             return std::max(0.0, level - projected);
         };
@@ -798,12 +808,13 @@ private:
             ++pieces;
             remaining -= x;
         };
-        const std::uint32_t home = e.home.load(std::memory_order_relaxed);
         if (home < m_n) {
             const double r = room_of(home);
             if (r > sliver) take(home, std::min(r, remaining));
         }
-        while (remaining > sliver && pieces < most) {
+        // A last piece under a tenth of the mean would add a partition for little volume: the
+        // pieces taken absorb it instead (runs go to the least loaded of them).
+        while (remaining > (pieces == 0 ? sliver : 0.1 * mean) && pieces < most) {
             std::uint32_t fit = no_slot;
             std::uint32_t largest = no_slot;
             double fit_room = 0;
