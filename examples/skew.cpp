@@ -95,6 +95,8 @@ output:
   --top N             partitions in each bar chart (default 8)
   --hot N             hottest keys listed (default 5)
   --migrate N         also report what moves from --partitions to N partitions, per scheme
+                      (the per-partition report for the scheme in use)
+  --migrate-detail    with --migrate: the per-partition report of every scheme
   --json              one JSON object on standard output instead of text
   -h, --help          this help
 
@@ -125,6 +127,7 @@ struct options {
     std::size_t top = 8;
     std::size_t hot = 5;
     std::uint32_t migrate = 0;
+    bool migrate_detail = false;
     bool json = false;
 };
 
@@ -199,6 +202,8 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
             o.hot = static_cast<std::size_t>(parse_uint(a, value(), 0, 1000));
         } else if (a == "--migrate") {
             o.migrate = static_cast<std::uint32_t>(parse_uint(a, value(), 1, 0x7fffffffULL));
+        } else if (a == "--migrate-detail") {
+            o.migrate_detail = true;
         } else if (a == "--json") {
             o.json = true;
         } else if (a.size() > 1 && a[0] == '-') {
@@ -212,6 +217,9 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
     }
     if (!o.have_file && (o.csv_column != 0 || o.header)) {
         throw usage_error("--csv-column and --header apply to an input file");
+    }
+    if (o.migrate_detail && o.migrate == 0) {
+        throw usage_error("--migrate-detail needs --migrate N");
     }
     return o;
 }
@@ -1070,7 +1078,7 @@ auto migrations(const key_stream& s, const options& o, std::uint32_t from, const
 }
 
 void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t from,
-                           std::uint32_t to) {
+                           std::uint32_t to, bool every_scheme) {
     std::printf("\nmigration from %u to %u partitions (traffic = events per key in this input)\n",
                 from, to);
     std::printf("  %-40s %12s %14s\n", "scheme", "keys moved", "events moved");
@@ -1082,11 +1090,12 @@ void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t
                         100 * r.report.moved_key_share(), 100 * r.report.moved_traffic_share());
         }
     }
-    // The full report for the scheme in use (--json has every scheme's).
-    if (!rows.empty() && rows.front().skipped.empty()) {
+    // The full report for the scheme in use (the first row), or for every scheme.
+    for (std::size_t i = 0; i < rows.size() && (i == 0 || every_scheme); ++i) {
+        if (!rows[i].skipped.empty()) continue;
         std::printf("\n");
         std::ostringstream text;
-        rows.front().report.write_text(text, 128);
+        rows[i].report.write_text(text, 128);
         std::fputs(text.str().c_str(), stdout);
     }
 }
@@ -1124,7 +1133,7 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
         std::fputs(out.str().c_str(), stdout);
     } else {
         print_text(s, t, o, partitions, rate, a);
-        if (o.migrate != 0) print_migrations_text(moves, partitions, o.migrate);
+        if (o.migrate != 0) print_migrations_text(moves, partitions, o.migrate, o.migrate_detail);
     }
     return std::fflush(stdout) == 0 ? 0 : 1;
 }
