@@ -348,9 +348,7 @@ public:
             }
             info.key.assign(buf, std::min<std::size_t>(len, key_prefix_bytes));
             info.truncated = len > key_prefix_bytes;
-            info.events = e.count_window.load(std::memory_order_relaxed) == w
-                              ? e.count.load(std::memory_order_relaxed)
-                              : 0;
+            info.events = exact_count(e, w) + unflushed(i, w);
             info.salted = e.hot_window.load(std::memory_order_relaxed) == w;
             s.hot_keys.push_back(std::move(info));
         }
@@ -396,6 +394,10 @@ private:
     static constexpr std::size_t key_words = 3;
     static constexpr std::size_t key_prefix_bytes = 8 * key_words;
     static constexpr std::uint32_t flush_every = 16;
+    // Once a key is hot in the window its exact count no longer gates anything on the route
+    // path: lanes flush it less often (the shared count line is what two threads fight over).
+    // Rollover and stats() add the lanes' unflushed counts.
+    static constexpr std::uint32_t flush_every_hot = 256;
     static constexpr std::uint32_t probe_group = 8;
     static constexpr std::uint32_t max_scan = 16;
     static constexpr std::uint64_t early_divisor = 16;
@@ -644,9 +646,7 @@ private:
                 continue;
             }
             const double c =
-                static_cast<double>(e.count_window.load(std::memory_order_relaxed) == from
-                                        ? e.count.load(std::memory_order_relaxed)
-                                        : 0) +
+                static_cast<double>(exact_count(e, from) + unflushed(s, from)) +
                 static_cast<double>(e.admit_window.load(std::memory_order_relaxed) == from
                                         ? e.admit_estimate.load(std::memory_order_relaxed)
                                         : 0);
@@ -899,6 +899,17 @@ private:
         return m_load.get() + std::size_t{lane_index(ln)} * 2U * m_n;
     }
 
+    /// Events this lane routed to partition p in window w. Runs are placed on this lane's own
+    /// loads: each lane evens out its own events over a hot key's partitions, so the sum over
+    /// lanes is even too, and the route path never reads the counters other threads write (with
+    /// two threads, every such read was a cache miss).
+    [[nodiscard]] auto own_load(const lane& ln, std::uint32_t p, std::int64_t w) const noexcept
+        -> std::uint64_t {
+        if (ln.window.load(std::memory_order_relaxed) != w) return 0;
+        return lane_load(ln)[(static_cast<std::uint64_t>(w) & 1U) * m_n + p].load(
+            std::memory_order_relaxed);
+    }
+
     /// Events routed to partition p in window w, over all lanes.
     [[nodiscard]] auto load_of(std::uint32_t p, std::int64_t w) const noexcept -> std::uint64_t {
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
@@ -1148,6 +1159,26 @@ private:
         return no_slot;
     }
 
+    /// Events of slot s in window w that lanes counted and have not flushed to its entry yet.
+    [[nodiscard]] auto unflushed(std::uint32_t s, std::int64_t w) const noexcept -> std::uint64_t {
+        const std::uint64_t tag = static_cast<std::uint64_t>(w) << 32U;
+        std::uint64_t sum = 0;
+        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            const std::uint64_t word =
+                m_slot_state[std::size_t{i} * m_slots + s].pending.load(std::memory_order_relaxed);
+            if ((word & ~std::uint64_t{0xffffffffU}) == tag) sum += word & 0xffffffffU;
+        }
+        return sum;
+    }
+
+    /// The key's flushed exact count in window w (lanes add theirs every flush_every events).
+    [[nodiscard]] static auto exact_count(const entry& e, std::int64_t w) noexcept
+        -> std::uint64_t {
+        return e.count_window.load(std::memory_order_relaxed) == w
+                   ? e.count.load(std::memory_order_relaxed)
+                   : 0;
+    }
+
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
     void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp, std::int64_t w, const moment& at,
                  const levels& lv, route_decision& d) noexcept {
@@ -1172,8 +1203,11 @@ private:
             return (word & ~low) == window_tag ? static_cast<std::uint32_t>(word) : 0U;
         };
         const std::uint32_t pending = in_window(ss.pending.load(std::memory_order_relaxed)) + 1;
+        bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
+        // 0 when the key is already hot and no flush was due: the shared count line is then not
+        // read on every event (with threads sharing the key, each read would miss the cache).
         std::uint64_t counted = 0;
-        if (pending >= flush_every) {
+        if (pending >= (hot ? flush_every_hot : flush_every)) {
             const std::uint32_t n =
                 ln.shared
                     ? in_window(ss.pending.exchange(window_tag, std::memory_order_relaxed)) + 1
@@ -1194,13 +1228,9 @@ private:
                                                          std::memory_order_relaxed)) {
                 }
             }
-            counted = (e.count_window.load(std::memory_order_relaxed) == w
-                           ? e.count.load(std::memory_order_relaxed)
-                           : 0) +
-                      pending;
+            if (!hot) counted = exact_count(e, w) + pending;
         }
 
-        bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
         if (!hot) {
             if (counted > lv.threshold.load(std::memory_order_relaxed) ||
                 confirmed_early(counted, lv)) {
@@ -1287,6 +1317,7 @@ private:
         std::uint64_t salted = 0;
         window_totals(w, total, salted);
         total = std::max<std::uint64_t>(total, 1);
+        if (counted == 0) counted = exact_count(e, w);  // not read on the way here
         const double share = static_cast<double>(counted) / static_cast<double>(total);
         double spread = static_cast<double>(salted) / static_cast<double>(total);
         const std::uint64_t pt = previous_total(w);
@@ -1321,7 +1352,7 @@ private:
                 ordered ? fill[(offset + pos) % span].load(std::memory_order_relaxed)
                         : static_cast<std::uint32_t>((home + std::uint64_t{pos} * stride) % m_n);
             if (m_down[p].load(std::memory_order_relaxed) != 0) continue;
-            const std::uint64_t l = load_of(p, w);
+            const std::uint64_t l = own_load(ln, p, w);
             if (l < best_load) {
                 best_load = l;
                 best = p;
@@ -1367,7 +1398,7 @@ private:
             const std::uint32_t p =
                 begin[(start + i) % pieces].partition.load(std::memory_order_relaxed);
             if (p >= m_n || m_down[p].load(std::memory_order_relaxed) != 0) continue;
-            const std::uint64_t l = load_of(p, w);
+            const std::uint64_t l = own_load(ln, p, w);
             if (l < best_load) {
                 best_load = l;
                 best = p;
