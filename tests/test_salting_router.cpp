@@ -285,6 +285,12 @@ TEST_CASE("many distinct cold keys: the sketch nominates nothing", "[router][ske
 TEST_CASE("state is fixed at construction and small", "[router][memory]") {
     keyroute::salting_router<> big(config(1024));
     CHECK(big.memory_bytes() <= 256U * 1024U);
+    CHECK(big.memory_bytes() <= keyroute::salting_router<>::auto_memory_budget);
+    // Automatic lanes keep to the budget; lanes set explicitly may go above it.
+    auto many = config(1024);
+    many.lanes = 8;
+    CHECK(keyroute::salting_router<>(many).memory_bytes() >
+          keyroute::salting_router<>::auto_memory_budget);
     keyroute::salting_router<> small(config(16));
     CHECK(small.memory_bytes() < big.memory_bytes());
     const auto before = big.memory_bytes();

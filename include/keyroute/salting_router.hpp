@@ -73,7 +73,9 @@ struct salting_config {
     std::uint32_t max_hot_keys = 128;
     /// Lanes: threads that route through this router without sharing counters; more threads
     /// share one overflow lane (correct, but slower). 0 = automatic: the hardware threads, at
-    /// least 2 and at most 8. At most 256. Each lane holds 8 bytes per partition.
+    /// least 2 and at most 8, and no more than keep the router's state within 256 KiB (with 1024
+    /// partitions that is 2). At most 256. Each lane holds about 8 bytes per partition and 24
+    /// per tracked-key slot.
     std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction.
     std::uint64_t producer_id = 0;
@@ -156,8 +158,9 @@ constexpr auto gcd32(std::uint32_t a, std::uint32_t b) noexcept -> std::uint32_t
 ///
 /// Thread-safety: all const and non-const members may be called from any number of threads at
 /// once; route() and decide() take no lock and allocate nothing. stats() allocates.
-/// Memory: fixed at construction, reported by stats().memory_bytes (about 120 KiB for 1024
-/// partitions with the default configuration).
+/// Memory: fixed at construction, reported by stats().memory_bytes (about 106 KiB for 64
+/// partitions and 252 KiB for 1024 with the default configuration and 2 lanes; automatic lanes
+/// keep it within 256 KiB up to 1024 partitions).
 template <class Partitioner = hash_partitioner<>, class Clock = std::chrono::system_clock>
 class salting_router {
 public:
@@ -199,6 +202,11 @@ public:
         m_tags = std::make_unique<std::atomic<std::uint64_t>[]>(slots / probe_group);
         m_entries = std::make_unique<entry[]>(slots);
         m_lanes = m_config.lanes;
+        if (config.lanes == 0) {
+            // Automatic lanes stay within the memory budget (at least 2 lanes).
+            while (m_lanes > 2 && bytes_for(m_lanes) > auto_memory_budget) --m_lanes;
+            m_config.lanes = m_lanes;
+        }
         m_lane = std::make_unique<lane[]>(m_lanes + 1U);
         m_lane[m_lanes].shared = true;
         m_load =
@@ -359,26 +367,34 @@ public:
     }
 
     /// Bytes of state allocated at construction (the router never allocates after it).
-    [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t {
+    [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t { return bytes_for(m_lanes); }
+
+    /// Automatic mode (salting_config::lanes = 0) takes fewer lanes than hardware threads when
+    /// more would take the router's state above this (with 1024 partitions: 2 lanes).
+    static constexpr std::size_t auto_memory_budget = std::size_t{256} * 1024U;
+
+private:
+    /// The state's size with `lanes` exclusive lanes (and the shared one).
+    [[nodiscard]] auto bytes_for(std::uint32_t lanes) const noexcept -> std::size_t {
         return sizeof(*this) +
                std::size_t{2} * (m_sketch_mask + 1U) * sizeof(std::atomic<std::uint32_t>) +
                std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) +
                m_slots +
-               std::size_t{m_lanes + 1U} *
+               std::size_t{lanes + 1U} *
                    (sizeof(lane) + std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
                     std::size_t{m_slots} * sizeof(slot_state)) +
                m_n * sizeof(std::atomic<std::uint8_t>) +
                std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
-               (m_fill ? std::size_t{m_n} *
-                                 (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint32_t) +
-                                  sizeof(std::uint32_t) + 2 * sizeof(double)) +
-                             std::size_t{m_slots} * sizeof(key_volume) +
-                             std::size_t{2} * pieces_per_window() * sizeof(plan_piece) +
-                             std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>)
-                       : 0);
+               (m_n <= max_ordered_partitions
+                    ? std::size_t{m_n} *
+                              (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint32_t) +
+                               sizeof(std::uint32_t) + 2 * sizeof(double)) +
+                          std::size_t{m_slots} * sizeof(key_volume) +
+                          std::size_t{2} * pieces_per_window() * sizeof(plan_piece) +
+                          std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>)
+                    : 0);
     }
 
-private:
     template <class P, class = void>
     struct has_wide_hash : std::false_type {};
     template <class P>
