@@ -286,7 +286,22 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
     keyroute::salting_router<> big(config(1024));
     CHECK(big.memory_bytes() <= 256U * 1024U);
     CHECK(big.memory_bytes() <= keyroute::salting_router<>::auto_memory_budget);
-    // Automatic lanes keep to the budget; lanes set explicitly may go above it.
+    // Automatic lanes keep to the budget on any machine; lanes set explicitly may go above it.
+    using router_type = keyroute::salting_router<>;
+    CHECK(big.memory_bytes() == router_type::state_bytes(1024, 128, big.config().lanes));
+    CHECK(router_type::automatic_lanes(1024, 128, 64) == 2);
+    CHECK(router_type::automatic_lanes(64, 128, 64) == 8);
+    CHECK(router_type::automatic_lanes(64, 128, 1) == 2);
+    CHECK(router_type::state_bytes(1024, 128, 8) > router_type::auto_memory_budget);
+    for (const std::uint64_t n : {1ULL, 16ULL, 64ULL, 100ULL, 256ULL, 512ULL, 1000ULL, 1024ULL}) {
+        for (const unsigned threads : {1U, 2U, 4U, 8U, 16U, 256U}) {
+            const std::uint32_t lanes = router_type::automatic_lanes(n, 128, threads);
+            INFO("partitions " << n << ", hardware threads " << threads);
+            CHECK(lanes >= 2U);
+            CHECK(lanes <= std::max(2U, std::min(threads, 8U)));
+            CHECK(router_type::state_bytes(n, 128, lanes) <= router_type::auto_memory_budget);
+        }
+    }
     auto many = config(1024);
     many.lanes = 8;
     CHECK(keyroute::salting_router<>(many).memory_bytes() >

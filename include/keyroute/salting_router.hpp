@@ -75,7 +75,7 @@ struct salting_config {
     /// share one overflow lane (correct, but slower). 0 = automatic: the hardware threads, at
     /// least 2 and at most 8, and no more than keep the router's state within 256 KiB (with 1024
     /// partitions that is 2). At most 256. Each lane holds about 8 bytes per partition and 24
-    /// per tracked-key slot.
+    /// per tracked-key slot; salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction.
     std::uint64_t producer_id = 0;
@@ -202,11 +202,6 @@ public:
         m_tags = std::make_unique<std::atomic<std::uint64_t>[]>(slots / probe_group);
         m_entries = std::make_unique<entry[]>(slots);
         m_lanes = m_config.lanes;
-        if (config.lanes == 0) {
-            // Automatic lanes stay within the memory budget (at least 2 lanes).
-            while (m_lanes > 2 && bytes_for(m_lanes) > auto_memory_budget) --m_lanes;
-            m_config.lanes = m_lanes;
-        }
         m_lane = std::make_unique<lane[]>(m_lanes + 1U);
         m_lane[m_lanes].shared = true;
         m_load =
@@ -367,34 +362,48 @@ public:
     }
 
     /// Bytes of state allocated at construction (the router never allocates after it).
-    [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t { return bytes_for(m_lanes); }
+    [[nodiscard]] auto memory_bytes() const noexcept -> std::size_t {
+        return state_bytes(m_n, m_config.max_hot_keys, m_lanes);
+    }
 
     /// Automatic mode (salting_config::lanes = 0) takes fewer lanes than hardware threads when
     /// more would take the router's state above this (with 1024 partitions: 2 lanes).
     static constexpr std::size_t auto_memory_budget = std::size_t{256} * 1024U;
 
-private:
-    /// The state's size with `lanes` exclusive lanes (and the shared one).
-    [[nodiscard]] auto bytes_for(std::uint32_t lanes) const noexcept -> std::size_t {
-        return sizeof(*this) +
-               std::size_t{2} * (m_sketch_mask + 1U) * sizeof(std::atomic<std::uint32_t>) +
-               std::size_t{m_slots} * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) +
-               m_slots +
-               std::size_t{lanes + 1U} *
-                   (sizeof(lane) + std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
-                    std::size_t{m_slots} * sizeof(slot_state)) +
-               m_n * sizeof(std::atomic<std::uint8_t>) +
-               std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>) +
-               (m_n <= max_ordered_partitions
-                    ? std::size_t{m_n} *
-                              (2 * sizeof(std::atomic<std::uint32_t>) + sizeof(std::uint32_t) +
-                               sizeof(std::uint32_t) + 2 * sizeof(double)) +
-                          std::size_t{m_slots} * sizeof(key_volume) +
-                          std::size_t{2} * pieces_per_window() * sizeof(plan_piece) +
-                          std::size_t{2} * m_n * sizeof(std::atomic<std::uint32_t>)
+    /// The bytes of state a router with `partitions`, `max_hot_keys` and `lanes` exclusive lanes
+    /// holds once built (what memory_bytes() reports): to size a configuration before building.
+    [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
+                                          std::uint32_t lanes) noexcept -> std::size_t {
+        const std::size_t n = partitions;
+        const std::size_t width =
+            std::clamp<std::uint64_t>(detail::next_pow2(32ULL * partitions), 1024, 8192);
+        const std::size_t slots =
+            std::max<std::uint64_t>(8, detail::next_pow2(2ULL * max_hot_keys));
+        const std::size_t pieces = n + 2 * slots + n;  // pieces_per_window()
+        const std::size_t u32 = sizeof(std::atomic<std::uint32_t>);
+        return sizeof(salting_router) + 2 * width * u32 +
+               slots * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) + slots +
+               (std::size_t{lanes} + 1U) *
+                   (sizeof(lane) + 2 * n * u32 + slots * sizeof(slot_state)) +
+               n * sizeof(std::atomic<std::uint8_t>) + 2 * n * u32 +
+               (n <= max_ordered_partitions
+                    ? n * (2 * u32 + 2 * sizeof(std::uint32_t) + 2 * sizeof(double)) +
+                          slots * sizeof(key_volume) + 2 * pieces * sizeof(plan_piece) + 2 * n * u32
                     : 0);
     }
 
+    /// The lanes automatic mode takes on a machine with `hardware_threads` threads: that many,
+    /// at least 2 and at most 8, and no more than keep state_bytes() within auto_memory_budget.
+    [[nodiscard]] static auto automatic_lanes(std::uint64_t partitions, std::uint32_t max_hot_keys,
+                                              unsigned hardware_threads) noexcept -> std::uint32_t {
+        std::uint32_t lanes = std::clamp(hardware_threads, 2U, 8U);
+        while (lanes > 2 && state_bytes(partitions, max_hot_keys, lanes) > auto_memory_budget) {
+            --lanes;
+        }
+        return lanes;
+    }
+
+private:
     template <class P, class = void>
     struct has_wide_hash : std::false_type {};
     template <class P>
@@ -518,8 +527,10 @@ private:
         if (c.threshold > 0xffffffffULL)
             fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
         salting_config resolved = c;
-        if (resolved.lanes == 0)
-            resolved.lanes = std::clamp(std::thread::hardware_concurrency(), 2U, 8U);
+        if (resolved.lanes == 0) {
+            resolved.lanes =
+                automatic_lanes(c.partitions, c.max_hot_keys, std::thread::hardware_concurrency());
+        }
         return resolved;
     }
 
