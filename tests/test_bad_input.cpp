@@ -3,6 +3,7 @@
 // passes while the defect is there; when it is fixed, drop the tag), and one case is hidden
 // because it is too slow for CI ([.overflow]).
 #include "keyroute_catch.hpp"
+#include "router_config.hpp"
 
 #include <keyroute/hash.hpp>
 #include <keyroute/jump.hpp>
@@ -37,14 +38,7 @@ using ms = std::chrono::milliseconds;
 auto at(std::int64_t millis) -> time_point { return time_point(ms(millis)); }
 
 auto router_config(std::uint64_t partitions, std::uint64_t threshold) -> keyroute::salting_config {
-    keyroute::salting_config c;
-    c.partitions = partitions;
-    c.threshold = threshold;
-    c.window = std::chrono::seconds(60);
-    c.producer_id = 42;
-    c.seed = 7;
-    c.lanes = 2;
-    return c;
+    return keyroute_test::router_config(partitions, threshold, 2);
 }
 
 // Java's String.hashCode over UTF-16 code units.

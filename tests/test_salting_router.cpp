@@ -2,6 +2,7 @@
 // spread, windows roll over, clocks may jump, stamps let a consumer restore order, and bad
 // configuration is refused.
 #include "keyroute_catch.hpp"
+#include "router_config.hpp"
 
 #include <keyroute/partitioner.hpp>
 #include <keyroute/salting_router.hpp>
@@ -25,15 +26,7 @@ using time_point = clock_type::time_point;
 
 auto at(std::int64_t ms) -> time_point { return time_point(std::chrono::milliseconds(ms)); }
 
-auto config(std::uint64_t partitions, std::uint64_t threshold = 0) -> keyroute::salting_config {
-    keyroute::salting_config c;
-    c.partitions = partitions;
-    c.threshold = threshold;
-    c.window = std::chrono::seconds(60);
-    c.producer_id = 42;
-    c.seed = 7;
-    return c;
-}
+using keyroute_test::router_config;
 
 // One minute of traffic: `hot_share` of `events` for "hot", the rest over `cold_keys` keys.
 struct minute {
@@ -57,10 +50,10 @@ auto skewed_minute(std::int64_t window, std::size_t events, double hot_share, st
 
 TEST_CASE("bad configuration is refused, naming the field", "[router][config]") {
     using router = keyroute::salting_router<>;
-    auto c = config(0);
+    auto c = router_config(0);
     REQUIRE_THROWS_AS(router(c), std::invalid_argument);
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("partitions"));
-    c = config(8);
+    c = router_config(8);
     c.window = std::chrono::milliseconds(0);
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
     c.window = std::chrono::milliseconds(-5);
@@ -68,29 +61,30 @@ TEST_CASE("bad configuration is refused, naming the field", "[router][config]") 
     c.window =
         std::chrono::hours(24 * 367);  // its length in nanoseconds must stay far from int64's end
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("window"));
-    c = config(8);
+    c = router_config(8);
     c.auto_fraction = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
-    c = config(8);
+    c = router_config(8);
     c.lanes = 300;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("lanes"));
-    c = config(8);
+    c = router_config(8);
     c.run_length = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("run_length"));
-    c = config(8);
+    c = router_config(8);
     c.max_hot_keys = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("max_hot_keys"));
     // The base partitioner must agree on the partition count.
-    REQUIRE_THROWS_WITH(router(config(8), keyroute::hash_partitioner<>(9)),
+    REQUIRE_THROWS_WITH(router(router_config(8), keyroute::hash_partitioner<>(9)),
                         keyroute_test::contains("differs"));
     // Kafka's scheme refuses counts above 2^31-1, through the router too.
-    REQUIRE_THROWS_AS(keyroute::salting_router<keyroute::kafka_partitioner>(config(0x80000000ULL)),
-                      std::invalid_argument);
+    REQUIRE_THROWS_AS(
+        keyroute::salting_router<keyroute::kafka_partitioner>(router_config(0x80000000ULL)),
+        std::invalid_argument);
 }
 
 TEST_CASE("cold keys route exactly as the base partitioner, window after window",
           "[router][cold]") {
-    keyroute::salting_router<keyroute::kafka_partitioner> router(config(16));
+    keyroute::salting_router<keyroute::kafka_partitioner> router(router_config(16));
     const keyroute::kafka_partitioner kafka(16);
     std::size_t moved = 0;
     std::size_t stamped = 0;
@@ -111,7 +105,7 @@ TEST_CASE("cold keys route exactly as the base partitioner, window after window"
 
 TEST_CASE("a key with 90% of the traffic spreads; the others keep their partition",
           "[router][hot]") {
-    keyroute::salting_router<> router(config(100));
+    keyroute::salting_router<> router(router_config(100));
     const keyroute::hash_partitioner<> base(100);
     std::map<std::string, std::set<std::uint32_t>> used;
     for (std::int64_t w = 0; w < 3; ++w) {
@@ -143,7 +137,7 @@ TEST_CASE("a key with 90% of the traffic spreads; the others keep their partitio
 TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted",
           "[router][threshold]") {
     constexpr std::uint64_t threshold = 1000;
-    keyroute::salting_router<> router(config(8, threshold));
+    keyroute::salting_router<> router(router_config(8, threshold));
     // "edge" has exactly `threshold` events in the window, "over" far more; 8000 others one each.
     std::vector<std::string> keys;
     for (std::uint64_t i = 0; i < threshold; ++i) keys.push_back("edge");
@@ -167,7 +161,7 @@ TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted
 }
 
 TEST_CASE("windows roll over: a key must earn hotness again in each window", "[router][window]") {
-    keyroute::salting_router<> router(config(8, 100));
+    keyroute::salting_router<> router(router_config(8, 100));
     const keyroute::hash_partitioner<> base(8);
     // Window 0: "burst" is hot. Window 1: it sends only 50 events (under the threshold).
     for (int i = 0; i < 2000; ++i) (void)router.route("burst", at(i));
@@ -187,7 +181,7 @@ TEST_CASE("windows roll over: a key must earn hotness again in each window", "[r
 }
 
 TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[router][clock]") {
-    keyroute::salting_router<> router(config(16, 200));
+    keyroute::salting_router<> router(router_config(16, 200));
     const keyroute::hash_partitioner<> base(16);
     const std::int64_t start = 1700000000000;  // 2023-11-14
     std::uint64_t routed = 0;
@@ -222,7 +216,7 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
 
 TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events at home",
           "[router][stamp]") {
-    keyroute::salting_router<> router(config(32, 200));
+    keyroute::salting_router<> router(router_config(32, 200));
     const keyroute::hash_partitioner<> base(32);
     std::map<std::uint64_t, std::uint64_t> next_sequence;  // episode -> next expected
     bool left_home = false;
@@ -251,7 +245,7 @@ TEST_CASE("a candidate that is not truly hot is stamped but never split", "[rout
     // 40 keys with 30 events each against a threshold of 40: their estimates pass the
     // admission level (half the threshold), so they become candidates and are stamped, but their
     // exact count since admission never passes the threshold, so none of them is split.
-    keyroute::salting_router<> router(config(64, 40));
+    keyroute::salting_router<> router(router_config(64, 40));
     const keyroute::hash_partitioner<> base(64);
     std::size_t stamped = 0;
     for (int round = 0; round < 30; ++round) {
@@ -268,7 +262,7 @@ TEST_CASE("a candidate that is not truly hot is stamped but never split", "[rout
 }
 
 TEST_CASE("many distinct cold keys: the sketch nominates nothing", "[router][sketch]") {
-    auto c = config(64);
+    auto c = router_config(64);
     c.max_hot_keys = 16;
     keyroute::salting_router<> router(c);
     for (std::int64_t w = 0; w < 2; ++w) {
@@ -283,7 +277,7 @@ TEST_CASE("many distinct cold keys: the sketch nominates nothing", "[router][ske
 }
 
 TEST_CASE("state is fixed at construction and small", "[router][memory]") {
-    keyroute::salting_router<> big(config(1024));
+    keyroute::salting_router<> big(router_config(1024));
     CHECK(big.memory_bytes() <= 256U * 1024U);
     CHECK(big.memory_bytes() <= keyroute::salting_router<>::auto_memory_budget);
     // Automatic lanes keep to the budget on any machine; lanes set explicitly may go above it.
@@ -302,11 +296,11 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
             CHECK(router_type::state_bytes(n, 128, lanes) <= router_type::auto_memory_budget);
         }
     }
-    auto many = config(1024);
+    auto many = router_config(1024);
     many.lanes = 8;
     CHECK(keyroute::salting_router<>(many).memory_bytes() >
           keyroute::salting_router<>::auto_memory_budget);
-    keyroute::salting_router<> small(config(16));
+    keyroute::salting_router<> small(router_config(16));
     CHECK(small.memory_bytes() < big.memory_bytes());
     const auto before = big.memory_bytes();
     for (int i = 0; i < 100000; ++i) (void)big.route("k" + std::to_string(i), at(i));
@@ -315,7 +309,7 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
 
 TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over",
           "[router][availability]") {
-    auto c = config(8, 50);
+    auto c = router_config(8, 50);
     keyroute::salting_router<> router(c);
     const keyroute::hash_partitioner<> base(8);
     REQUIRE_THROWS_AS(router.set_available(8, false), std::invalid_argument);
@@ -352,7 +346,7 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
 }
 
 TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[router][threads]") {
-    keyroute::salting_router<> router(config(16, 500));
+    keyroute::salting_router<> router(router_config(16, 500));
     const keyroute::hash_partitioner<> base(16);
     constexpr int per_thread = 200000;
     std::vector<std::uint64_t> cold_moved(3, 0);
@@ -383,7 +377,7 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
 
 TEST_CASE("more partitions than plans are kept for: placed by load", "[router][large]") {
     // Above 16384 partitions the router keeps no fill order and no rollover plans.
-    keyroute::salting_router<> router(config(20000, 50));
+    keyroute::salting_router<> router(router_config(20000, 50));
     const keyroute::hash_partitioner<> base(20000);
     std::set<std::uint32_t> hot_parts;
     for (int i = 0; i < 40000; ++i) {

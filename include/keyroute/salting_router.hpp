@@ -191,12 +191,10 @@ public:
         m_sketch_hash = xxh3{config.seed != 0 ? config.seed : detail::random_u64()};
         m_secret = detail::mix64(m_sketch_hash.seed ^ 0x243f6a8885a308d3ULL);
         m_secret_out = detail::mix64(m_secret);
-        const std::uint64_t width =
-            std::clamp<std::uint64_t>(detail::next_pow2(32ULL * m_n), 1024, 8192);
+        const std::size_t width = sketch_width(m_n);
         m_sketch_mask = static_cast<std::uint32_t>(width - 1);
         m_sketch = std::make_unique<std::atomic<std::uint32_t>[]>(2 * width);
-        const std::uint64_t slots =
-            std::max<std::uint64_t>(8, detail::next_pow2(2ULL * m_config.max_hot_keys));
+        const std::size_t slots = slot_count(m_config.max_hot_keys);
         m_slots = static_cast<std::uint32_t>(slots);
         m_fp = std::make_unique<std::atomic<std::uint64_t>[]>(slots);
         m_tags = std::make_unique<std::atomic<std::uint64_t>[]>(slots / probe_group);
@@ -375,11 +373,9 @@ public:
     [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                           std::uint32_t lanes) noexcept -> std::size_t {
         const std::size_t n = partitions;
-        const std::size_t width =
-            std::clamp<std::uint64_t>(detail::next_pow2(32ULL * partitions), 1024, 8192);
-        const std::size_t slots =
-            std::max<std::uint64_t>(8, detail::next_pow2(2ULL * max_hot_keys));
-        const std::size_t pieces = n + 2 * slots + n;  // pieces_per_window()
+        const std::size_t width = sketch_width(partitions);
+        const std::size_t slots = slot_count(max_hot_keys);
+        const std::size_t pieces = pieces_for(n, slots);
         const std::size_t u32 = sizeof(std::atomic<std::uint32_t>);
         return sizeof(salting_router) + 2 * width * u32 +
                slots * (sizeof(std::atomic<std::uint64_t>) + sizeof(entry)) + slots +
@@ -418,6 +414,19 @@ private:
     static constexpr std::uint32_t no_slot = 0xffffffffU;
     static constexpr std::size_t key_words = 3;
     static constexpr std::size_t key_prefix_bytes = 8 * key_words;
+    /// Count-Min width per row for n partitions, tracked-key slots for max_hot_keys, and plan
+    /// piece space per window (plan_capacity() for the rollover, then n for in-window plans):
+    /// the constructor allocates them, state_bytes() counts them.
+    static constexpr auto sketch_width(std::uint64_t n) noexcept -> std::size_t {
+        return std::clamp<std::uint64_t>(detail::next_pow2(32ULL * n), 1024, 8192);
+    }
+    static constexpr auto slot_count(std::uint32_t max_hot_keys) noexcept -> std::size_t {
+        return std::max<std::uint64_t>(8, detail::next_pow2(2ULL * max_hot_keys));
+    }
+    static constexpr auto pieces_for(std::size_t n, std::size_t slots) noexcept -> std::size_t {
+        return n + 2 * slots + n;
+    }
+
     static constexpr std::uint32_t flush_every = 16;
     // Once a key is hot in the window its exact count no longer gates anything on the route
     // path: lanes flush it less often (the shared count line is what two threads fight over).
@@ -564,7 +573,6 @@ private:
         ln.win_index.store(w, std::memory_order_relaxed);
     }
 
-    /// How far into the lane's cached window a time is, in [0, 1].
     /// An event's time in its lane's current window; `late` events (from an earlier window) count
     /// as at its end.
     struct moment {
@@ -576,6 +584,7 @@ private:
         }
     };
 
+    /// How far into the lane's cached window a time is, in [0, 1].
     [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
         const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
         const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
@@ -672,11 +681,8 @@ private:
                 e.hot_window.load(std::memory_order_relaxed) != from) {
                 continue;
             }
-            const double c =
-                static_cast<double>(exact_count(e, from) + unflushed(s, from)) +
-                static_cast<double>(e.admit_window.load(std::memory_order_relaxed) == from
-                                        ? e.admit_estimate.load(std::memory_order_relaxed)
-                                        : 0);
+            const auto c = static_cast<double>(exact_count(e, from) + unflushed(s, from) +
+                                               estimated_before(e, from));
             keys[k++] = key_volume{c, s, 0.0};
             counted_sum += c;
         }
@@ -787,10 +793,7 @@ private:
         if (!m_plan) return;
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         const std::uint64_t total = std::max<std::uint64_t>(window_total(w), 1);
-        const std::uint64_t counted =
-            exact + (e.admit_window.load(std::memory_order_relaxed) == w
-                         ? e.admit_estimate.load(std::memory_order_relaxed)
-                         : 0);
+        const std::uint64_t counted = exact + estimated_before(e, w);
         const double share =
             std::min(1.0, static_cast<double>(counted) / static_cast<double>(total));
         const double expected = expected_total(w, total, frac);
@@ -1131,12 +1134,7 @@ private:
         const std::int64_t hw = e.hot_window.load(std::memory_order_relaxed);
         if (hw == w || hw == w - 1) return false;
         // Its events so far this window: counted since admission, estimated before.
-        const std::uint64_t c = (e.count_window.load(std::memory_order_relaxed) == w
-                                     ? e.count.load(std::memory_order_relaxed)
-                                     : 0) +
-                                (e.admit_window.load(std::memory_order_relaxed) == w
-                                     ? e.admit_estimate.load(std::memory_order_relaxed)
-                                     : 0);
+        const std::uint64_t c = exact_count(e, w) + estimated_before(e, w);
         return 2 * c < estimate;
     }
 
@@ -1188,12 +1186,11 @@ private:
 
     /// Events of slot s in window w that lanes counted and have not flushed to its entry yet.
     [[nodiscard]] auto unflushed(std::uint32_t s, std::int64_t w) const noexcept -> std::uint64_t {
-        const std::uint64_t tag = static_cast<std::uint64_t>(w) << 32U;
         std::uint64_t sum = 0;
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
-            const std::uint64_t word =
-                m_slot_state[std::size_t{i} * m_slots + s].pending.load(std::memory_order_relaxed);
-            if ((word & ~std::uint64_t{0xffffffffU}) == tag) sum += word & 0xffffffffU;
+            sum += pending_in(
+                m_slot_state[std::size_t{i} * m_slots + s].pending.load(std::memory_order_relaxed),
+                w);
         }
         return sum;
     }
@@ -1204,6 +1201,24 @@ private:
         return e.count_window.load(std::memory_order_relaxed) == w
                    ? e.count.load(std::memory_order_relaxed)
                    : 0;
+    }
+
+    /// The sketch's estimate of the key's events in window w before it was admitted (0 unless
+    /// it was admitted in w).
+    [[nodiscard]] static auto estimated_before(const entry& e, std::int64_t w) noexcept
+        -> std::uint64_t {
+        return e.admit_window.load(std::memory_order_relaxed) == w
+                   ? e.admit_estimate.load(std::memory_order_relaxed)
+                   : 0;
+    }
+
+    /// A lane's pending count word (window << 32 | events): its events if it belongs to window
+    /// w, else 0 (events of an earlier window never count towards this one).
+    [[nodiscard]] static constexpr auto pending_in(std::uint64_t word, std::int64_t w) noexcept
+        -> std::uint32_t {
+        return (word >> 32U) == (static_cast<std::uint64_t>(w) & 0xffffffffU)
+                   ? static_cast<std::uint32_t>(word)
+                   : 0U;
     }
 
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
@@ -1222,13 +1237,9 @@ private:
 
         // Exact count, flushed to the shared entry every few events so that threads sharing a
         // hot key do not fight over one cache line.
-        // The pending count is tagged with its window: events of an earlier window never count
-        // towards this one.
-        constexpr std::uint64_t low = 0xffffffffU;
+        // The pending count is tagged with its window (see pending_in).
         const std::uint64_t window_tag = static_cast<std::uint64_t>(w) << 32U;
-        const auto in_window = [&](std::uint64_t word) -> std::uint32_t {
-            return (word & ~low) == window_tag ? static_cast<std::uint32_t>(word) : 0U;
-        };
+        const auto in_window = [w](std::uint64_t word) { return pending_in(word, w); };
         const std::uint32_t pending = in_window(ss.pending.load(std::memory_order_relaxed)) + 1;
         bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
         // 0 when the key is already hot and no flush was due: the shared count line is then not
@@ -1510,7 +1521,7 @@ private:
     [[nodiscard]] auto plan_capacity() const noexcept -> std::uint32_t { return m_n + 2 * m_slots; }
     /// Piece space per window: the rollover's plans, then plans made during the window.
     [[nodiscard]] auto pieces_per_window() const noexcept -> std::uint32_t {
-        return plan_capacity() + m_n;
+        return static_cast<std::uint32_t>(pieces_for(m_n, m_slots));
     }
     std::unique_ptr<plan_piece[]>
         m_plan;  // [parity][piece]: rollover plans, then plans made in-window
