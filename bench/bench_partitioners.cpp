@@ -66,6 +66,9 @@ void sizes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 // Names: "<group>/<scheme>/<key bytes>/real_time/threads:<n>" (scripts/bench.sh summarizes them).
+using xxh3_fold32_fastmod =
+    keyroute::hash_partitioner<keyroute::xxh3,
+                               keyroute::fold32_reduction<keyroute::fastmod_reduction>>;
 using xxh3_modulo = keyroute::hash_partitioner<keyroute::xxh3, keyroute::modulo_reduction>;
 using xxh3_fastmod = keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastmod_reduction>;
 using xxh3_fastrange = keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction>;
@@ -74,8 +77,11 @@ BENCHMARK(BM_xxh3_inlined)->Name("static/xxh3_inlined")->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_route, keyroute::hash_partitioner<>)
     ->Name("static/hash_partitioner")
     ->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, xxh3_modulo)->Name("static/hash_partitioner_modulo")->Apply(sizes);
-BENCHMARK_TEMPLATE(BM_route, xxh3_fastmod)->Name("static/hash_partitioner_fastmod")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, xxh3_fold32_fastmod)
+    ->Name("static/hash_partitioner_fold32_fastmod")
+    ->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, xxh3_modulo)->Name("static/hash_partitioner_modulo64")->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_route, xxh3_fastmod)->Name("static/hash_partitioner_fastmod64")->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_route, xxh3_fastrange)
     ->Name("static/hash_partitioner_fastrange")
     ->Apply(sizes);

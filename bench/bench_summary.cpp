@@ -252,44 +252,52 @@ int main(int argc, char** argv) {
         std::printf("\n");
         scaling_table(t, all);
         std::printf("\n");
-        // Targets: the default hash_partitioner<> (XXH3, exact %) within 1.3x XXH3 alone; kafka
-        // at least librdkafka's speed. The opt-in reductions are in the table, not the target.
-        worst w;
-        for (const std::string n : {"static/hash_partitioner"}) {
+        // Targets: the default hash_partitioner<> (XXH3, fold32 %) within 1.3x XXH3 alone; kafka
+        // at least librdkafka's speed: CPU time per key on one thread (a per-core cost; the
+        // 2-thread cells are printed beside it, and the scaling table covers threads). XXH3
+        // alone is timed twice (called out of line, and inlined into the timed loop, as the
+        // partitioner's route() inlines it); the target is judged against the faster of the two.
+        // The opt-in reductions are in the table, not the target.
+        const auto static_target = [&](int threads, worst& w, worst& w_call, worst& k) {
             for (const int s : sizes) {
-                for (const int th : {1, 2}) {
-                    const result* r = get(t, n, s, th);
-                    const result* b = get(t, "static/xxh3_alone", s, th);
-                    if (r != nullptr && b != nullptr) {
-                        consider(w, r->cpu_ns / b->cpu_ns,
-                                 n + " " + std::to_string(s) + " B, " + std::to_string(th) +
-                                     " thread(s)");
-                    }
+                const std::string where = std::to_string(s) + " B";
+                const result* r = get(t, "static/hash_partitioner", s, threads);
+                const result* call = get(t, "static/xxh3_alone", s, threads);
+                const result* inl = get(t, "static/xxh3_inlined", s, threads);
+                if (r != nullptr && call != nullptr) {
+                    const double floor =
+                        inl != nullptr ? std::min(call->cpu_ns, inl->cpu_ns) : call->cpu_ns;
+                    consider(w, r->cpu_ns / floor, where);
+                    consider(w_call, r->cpu_ns / call->cpu_ns, where);
                 }
+                const result* kr = get(t, "static/kafka_partitioner", s, threads);
+                const result* kb = get(t, "librdkafka/murmur2", s, threads);
+                if (kr != nullptr && kb != nullptr) consider(k, kr->cpu_ns / kb->cpu_ns, where);
             }
-        }
-        char line[512];
+        };
+        worst w1;
+        worst w1_call;
+        worst k1;
+        worst w2;
+        worst w2_call;
+        worst k2;
+        static_target(1, w1, w1_call, k1);
+        static_target(2, w2, w2_call, k2);
+        char line[640];
         std::snprintf(line, sizeof line,
-                      "hash_partitioner<> (XXH3, exact %%), CPU time within 1.3x XXH3 alone: %s, "
-                      "worst %.2fx (%s)",
-                      w.ratio <= 1.3 ? "MET" : "MISSED", w.ratio, w.where.c_str());
+                      "hash_partitioner<> (XXH3, fold32 %%), CPU time per key within 1.3x XXH3 "
+                      "alone, 1 thread: %s, worst %.2fx the faster XXH3 floor (%s), %.2fx the "
+                      "out-of-line call (%s); at 2 threads %.2fx (%s) and %.2fx (%s)",
+                      w1.ratio <= 1.3 ? "MET" : "MISSED", w1.ratio, w1.where.c_str(), w1_call.ratio,
+                      w1_call.where.c_str(), w2.ratio, w2.where.c_str(), w2_call.ratio,
+                      w2_call.where.c_str());
         targets.emplace_back(line);
-        worst k;
-        for (const int s : sizes) {
-            for (const int th : {1, 2}) {
-                const result* r = get(t, "static/kafka_partitioner", s, th);
-                const result* b = get(t, "librdkafka/murmur2", s, th);
-                if (r != nullptr && b != nullptr) {
-                    consider(k, r->cpu_ns / b->cpu_ns,
-                             std::to_string(s) + " B, " + std::to_string(th) + " thread(s)");
-                }
-            }
-        }
-        if (!k.where.empty()) {
+        if (!k1.where.empty()) {
             std::snprintf(line, sizeof line,
-                          "kafka_partitioner at least as fast as librdkafka's murmur2: %s, worst "
-                          "time ratio %.2fx (%s)",
-                          k.ratio <= 1.0 ? "MET" : "MISSED", k.ratio, k.where.c_str());
+                          "kafka_partitioner at least as fast as librdkafka's murmur2, 1 thread: "
+                          "%s, worst time ratio %.2fx (%s); at 2 threads %.2fx (%s)",
+                          k1.ratio <= 1.0 ? "MET" : "MISSED", k1.ratio, k1.where.c_str(), k2.ratio,
+                          k2.where.c_str());
             targets.emplace_back(line);
         }
     }

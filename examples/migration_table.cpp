@@ -90,9 +90,12 @@ int main(int argc, char** argv) {
     row("key_group (G = 128)", shrink, key_group_theory(n, n - 1, 128), key_group(n),
         key_group(n - 1));
     using modulo = keyroute::hash_partitioner<>;
-    row("hash_partitioner (xxh3 % n)", grow, modulo_theory(n, n + 1), modulo(n), modulo(n + 1));
-    row("hash_partitioner (xxh3 % n)", twice, modulo_theory(n, 2 * n), modulo(n), modulo(2 * n));
-    row("hash_partitioner (xxh3 % n)", shrink, modulo_theory(n, n - 1), modulo(n), modulo(n - 1));
+    row("hash_partitioner (fold32(xxh3) % n)", grow, modulo_theory(n, n + 1), modulo(n),
+        modulo(n + 1));
+    row("hash_partitioner (fold32(xxh3) % n)", twice, modulo_theory(n, 2 * n), modulo(n),
+        modulo(2 * n));
+    row("hash_partitioner (fold32(xxh3) % n)", shrink, modulo_theory(n, n - 1), modulo(n),
+        modulo(n - 1));
     using kafka = keyroute::kafka_partitioner;
     row("kafka_partitioner", grow, modulo_theory(n, n + 1), kafka(n), kafka(n + 1));
     row("kafka_partitioner", twice, modulo_theory(n, 2 * n), kafka(n), kafka(2 * n));

@@ -1103,7 +1103,7 @@ void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t
 template <class Partitioner>
 auto run(const options& o, const key_stream& s, std::uint32_t partitions, const timeline& t,
          double rate, const std::string& family) -> int {
-    // "xxh3 % n (...)" -> "xxh3 % 100 (...)"
+    // "fold32(xxh3) % n (...)" -> "fold32(xxh3) % 100 (...)"
     std::string label = family;
     label.replace(label.find("% n") + 2, 1, std::to_string(partitions));
     const Partitioner base(partitions);
@@ -1176,7 +1176,7 @@ int main(int argc, char** argv) {
             return run<keyroute::rdkafka_fnv1a_partitioner>(
                 o, s, partitions, t, rate, "fnv1a % n (rdkafka_fnv1a_partitioner)");
         return run<keyroute::hash_partitioner<>>(o, s, partitions, t, rate,
-                                                 "xxh3 % n (hash_partitioner<>)");
+                                                 "fold32(xxh3) % n (hash_partitioner<>)");
     } catch (const input_error& e) {
         std::fprintf(stderr, "skew: %s\n", e.what());
         return 1;

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Builds keyroute's throughput benchmarks (Release, no -march flags) and prints the tables of
 # bench/README.md: every partitioner against XXH3 alone and librdkafka, the salting router against
-# XXH3 alone and the seed's router, 1 and 2 threads; medians of 3 repetitions.
+# XXH3 alone and the seed's router, 1 and 2 threads; medians of 5 repetitions.
 #
-#   scripts/bench.sh [min_time_seconds]      (default 0.2; about 5 minutes in all)
+#   scripts/bench.sh [min_time_seconds]      (default 0.12; about 7 minutes in all)
 #
 # Environment: BUILD_DIR (default build-bench), JOBS (parallel compile jobs, default 1),
-# FILTER (a --benchmark_filter regex for both programs, default all).
+# FILTER (a --benchmark_filter regex for both programs, default all), REPS (repetitions,
+# default 5: the medians of more, shorter repetitions resist this VM's changes of speed).
 # Raw results: $BUILD_DIR/bench-results/{partitioners,router}.{json,txt}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=${BUILD_DIR:-build-bench}
-min_time=${1:-0.2}
+min_time=${1:-0.12}
+reps=${REPS:-5}
 jobs=${JOBS:-1}
 filter=${FILTER:-.}
 out="$build/bench-results"
@@ -23,7 +25,7 @@ mkdir -p "$out"
 
 # Repetitions are interleaved in random order, so a change of clock speed or load during the run
 # (common on shared VMs) spreads over every benchmark instead of biasing the later ones.
-args=(--benchmark_repetitions=3 --benchmark_enable_random_interleaving=true
+args=(--benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true
       --benchmark_report_aggregates_only=true
       --benchmark_min_time="$min_time" --benchmark_filter="$filter" --benchmark_out_format=json)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
@@ -41,7 +43,7 @@ echo
 echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores ($(uname -sr))"
 echo "- compiler: $("$cxx" --version | head -1), flags: Release ($flags)"
 echo "- Google Benchmark: $(dpkg-query -W -f='${Version}' libbenchmark-dev 2>/dev/null || echo '?')"
-echo "- command: scripts/bench.sh $min_time (--benchmark_repetitions=3 interleaved, medians, --benchmark_min_time=$min_time)"
+echo "- command: scripts/bench.sh $min_time (--benchmark_repetitions=$reps interleaved, medians, --benchmark_min_time=$min_time)"
 echo "- load average before / after: $load_before / $load_after (other jobs share the cores)"
 echo
 "$build/bench/bench_summary" "$out/partitioners.json" "$out/router.json"

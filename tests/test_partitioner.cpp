@@ -62,14 +62,24 @@ TEMPLATE_TEST_CASE("empty, binary and 1 MiB keys route without trouble", "[parti
     CHECK(p.route(huge) == p.route(std::string(huge)));
 }
 
-TEST_CASE("the default partitioner is XXH3_64bits % n, pinned", "[partitioner][compat]") {
+TEST_CASE("the default partitioner is fold32(XXH3_64bits) % n, pinned", "[partitioner][compat]") {
     const keyroute::hash_partitioner<> p(100);
+    const keyroute::hash_partitioner<keyroute::xxh3, keyroute::modulo_reduction> all64(100);
     for (std::string_view k : {"user_1", "tenant-42", "", "order:9"}) {
-        CHECK(p.route(k) == XXH3_64bits(k.data(), k.size()) % 100U);
+        const std::uint64_t h = XXH3_64bits(k.data(), k.size());
+        CHECK(p.route(k) == static_cast<std::uint32_t>(h ^ (h >> 32U)) % 100U);
+        CHECK(all64.route(k) == h % 100U);
     }
-    // Pinned so that no release moves a key: XXH3("user_1") = 0x20f909ab6f54d5a1.
-    CHECK(p.route("user_1") == 0x20f909ab6f54d5a1ULL % 100U);
-    CHECK(keyroute::hash_partitioner<>(7).route("tenant-42") == 0xee7f6fb0845f540fULL % 7U);
+    // Pinned so that no release moves a key: XXH3("user_1") = 0x20f909ab6f54d5a1, folded
+    // 0x20f909ab ^ 0x6f54d5a1 = 0x4faddc0a = 1336794122 (Java: Long.hashCode of the hash).
+    CHECK(p.route("user_1") == 22U);
+    CHECK(all64.route("user_1") == 85U);  // keyroute 0.1's default: all 64 bits % n
+    // XXH3("tenant-42") = 0xee7f6fb0845f540f, folded 0x6a203bbf.
+    CHECK(keyroute::hash_partitioner<>(7).route("tenant-42") == 2U);
+    const keyroute::hash_partitioner<keyroute::xxh3,
+                                     keyroute::fold32_reduction<keyroute::fastmod_reduction>>
+        fast(7);
+    CHECK(fast.route("tenant-42") == 2U);
     const keyroute::hash_partitioner<keyroute::xxh3, keyroute::fastrange_reduction> fr(100);
     CHECK(fr.route("user_1") ==
           static_cast<std::uint32_t>((keyroute::detail::uint128{0x20f909ab6f54d5a1ULL} * 100U) >>

@@ -1,4 +1,5 @@
-// Reductions: fastmod is exactly %, fastrange stays in range and is the high-bits product.
+// Reductions: fastmod is exactly %, fold32 is the folded hash's exact %, fastrange stays in range
+// and is the high-bits product.
 #include "keyroute_catch.hpp"
 
 #include <keyroute/reduce.hpp>
@@ -53,6 +54,32 @@ TEST_CASE("fastrange_reduction is the high half of h * n", "[reduce]") {
             const auto h = static_cast<std::uint32_t>(rng());
             REQUIRE(r(h) == static_cast<std::uint32_t>((std::uint64_t{h} * n) >> 32U));
             REQUIRE(r(h) < n);
+        }
+    }
+}
+
+TEST_CASE("fold32_reduction is the exact remainder of the hash folded to 32 bits", "[reduce]") {
+    // fold32 is Java's Long.hashCode read as unsigned: hi ^ lo.
+    STATIC_REQUIRE(keyroute::fold32(std::uint64_t{0x20f909ab6f54d5a1ULL}) == 0x4faddc0aU);
+    STATIC_REQUIRE(keyroute::fold32(std::uint64_t{0xffffffff00000000ULL}) == 0xffffffffU);
+    STATIC_REQUIRE(keyroute::fold32(std::uint32_t{0x12345678U}) == 0x12345678U);
+    std::mt19937_64 rng(13);
+    for (const std::uint32_t n : {1U, 2U, 7U, 100U, 1000U, 65537U, 0x7fffffffU, 0xffffffffU}) {
+        const keyroute::default_reduction def(n);
+        const keyroute::fold32_reduction<keyroute::fastmod_reduction> fast(n);
+        CHECK(def(std::uint64_t{0}) == 0U);
+        // Both halves count: hashes that differ only in their high half reduce differently.
+        CHECK(def(std::uint64_t{1} << 32U) == 1U % n);
+        CHECK(def(std::numeric_limits<std::uint64_t>::max()) == 0U);
+        for (int j = 0; j < 2000; ++j) {
+            const std::uint64_t h = rng();
+            const auto folded = static_cast<std::uint32_t>((h >> 32U) ^ (h & 0xffffffffU));
+            REQUIRE(def(h) == folded % n);
+            REQUIRE(fast(h) == folded % n);
+            // A 32-bit hash is reduced as it is.
+            const auto h32 = static_cast<std::uint32_t>(h);
+            REQUIRE(def(h32) == h32 % n);
+            REQUIRE(fast(h32) == h32 % n);
         }
     }
 }

@@ -126,7 +126,7 @@ private:
 
     Hash m_hash;
     std::uint32_t m_groups;
-    exact_reduction m_reduce;
+    modulo_reduction m_reduce;
     std::uint32_t m_partitions;
 };
 

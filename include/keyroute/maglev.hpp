@@ -169,7 +169,7 @@ private:
 
     Hash m_hash;
     std::vector<std::uint32_t> m_ids;
-    exact_reduction m_reduce;
+    modulo_reduction m_reduce;
     std::uint32_t m_table_size;
     std::vector<std::uint32_t> m_table;
 };

@@ -38,17 +38,22 @@ inline auto check_partition_count(std::uint64_t partitions, std::uint32_t max, c
 
 /// Routes a key to `Reduction(n)(Hash{}(key))`.
 ///
-/// With the defaults (XXH3 and an exact reduction) the partition of a key is
-/// `XXH3_64bits(key) % n`, a compatibility contract pinned by the tests. With
-/// `fastrange_reduction` it is `(XXH3_64bits(key) * n) >> 64`, also pinned.
+/// With the defaults (XXH3 and default_reduction) the partition of a key is
+/// `fold32(XXH3_64bits(key)) % n` with `fold32(h) = uint32_t(h ^ (h >> 32))` (Java:
+/// `Integer.remainderUnsigned(Long.hashCode(xxh3), n)`), a compatibility contract pinned by the
+/// tests since keyroute 0.2 (0.1 reduced all 64 bits: `XXH3_64bits(key) % n`, which
+/// `modulo_reduction` still gives). With `fastrange_reduction` it is
+/// `(XXH3_64bits(key) * n) >> 64`, also pinned. A 32-bit hash functor is reduced as it is:
+/// `hash(key) % n`.
 ///
 /// @tparam Hash a hash functor (see hash.hpp); its `max_partitions`, if any, bounds n.
-/// @tparam Reduction modulo_reduction, fastmod_reduction (both exact `%`) or fastrange_reduction.
+/// @tparam Reduction default_reduction (`fold32(h) % n`), modulo_reduction or fastmod_reduction
+///         (both `h % n`, all 64 bits), or fastrange_reduction (see reduce.hpp).
 ///
 /// Thread-safety: `route()` is const and touches no shared mutable state; one instance may be
 /// shared by any number of threads. Complexity: one hash of the key, one reduction; no
 /// allocation, no lock, no clock.
-template <class Hash = xxh3, class Reduction = exact_reduction>
+template <class Hash = xxh3, class Reduction = default_reduction>
 class hash_partitioner {
     static_assert((detail::check_hash_functor<Hash>(), true));
 

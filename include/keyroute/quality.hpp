@@ -401,7 +401,8 @@ inline auto format_number(double v, int precision) -> std::string {
 }  // namespace detail
 
 /// Measures how well `hash` spreads keys over `options.partitions` partitions with `Reduction`
-/// (the partitioners' exact `h % n` by default) and how well single-bit flips avalanche.
+/// (hash_partitioner's default_reduction, `fold32(h) % n`, by default) and how well single-bit
+/// flips avalanche.
 ///
 /// The report fails (failures non-empty) when either distribution test (1M random 16-byte
 /// keys; 1M sequential ids "key-0", "key-1"...) has a p-value below `min_p_value` or a max/mean
@@ -414,7 +415,7 @@ inline auto format_number(double v, int precision) -> std::string {
 /// @throws std::invalid_argument naming the field of an invalid `options`.
 /// Cost: 2 * keys + avalanche_keys * (8 * avalanche_key_size + 1) hashes (about 0.5 s with the
 /// defaults); allocates O(partitions + 8 * avalanche_key_size * 64) counters. Deterministic.
-template <class Hash, class Reduction = exact_reduction>
+template <class Hash, class Reduction = default_reduction>
 auto hash_quality(std::string name, const Hash& hash = Hash{}, const quality_options& options = {})
     -> quality_report {
     static_assert((detail::check_hash_functor<Hash>(), true));

@@ -4,7 +4,7 @@
 /// The one version source of keyroute; `project(VERSION)` in CMakeLists.txt reads it.
 
 #define KEYROUTE_VERSION_MAJOR 0
-#define KEYROUTE_VERSION_MINOR 1
+#define KEYROUTE_VERSION_MINOR 2
 #define KEYROUTE_VERSION_PATCH 0
 
 /// The version as one number: major * 10000 + minor * 100 + patch.

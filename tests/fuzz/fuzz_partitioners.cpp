@@ -61,7 +61,8 @@ auto partition_count(input& in) -> std::uint64_t {
 
 // Checks one hash_partitioner-shaped scheme against its hash and, for exact reductions, `%`.
 template <class P>
-void check_hash_partitioner(std::uint64_t n, std::string_view key, bool exact) {
+void check_hash_partitioner(std::uint64_t n, std::string_view key, bool exact,
+                            bool folded = false) {
     const bool bad = n == 0 || n > P::max_partitions;
     const auto p = construct(bad, [&] { return P(n); });
     if (!p) return;
@@ -71,6 +72,7 @@ void check_hash_partitioner(std::uint64_t n, std::string_view key, bool exact) {
     FUZZ_REQUIRE(r == p->reduce(p->hash(key)));
     FUZZ_REQUIRE(r == p->route(key));
     if (exact) FUZZ_REQUIRE(r == static_cast<std::uint32_t>(p->hash(key) % n));
+    if (folded) FUZZ_REQUIRE(r == keyroute::fold32(p->hash(key)) % n);
 }
 
 void check_hashes(std::string_view key, std::uint64_t seed) {
@@ -217,6 +219,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_hashes(key, seed);
     check_java_suffix(key);
     using namespace keyroute;
+    check_hash_partitioner<hash_partitioner<>>(n, key, false, true);
+    check_hash_partitioner<hash_partitioner<xxh3, fold32_reduction<fastmod_reduction>>>(
+        n, key, false, true);
     check_hash_partitioner<hash_partitioner<xxh3, fastmod_reduction>>(n, key, true);
     check_hash_partitioner<hash_partitioner<xxh3, modulo_reduction>>(n, key, true);
     check_hash_partitioner<hash_partitioner<xxh3, fastrange_reduction>>(n, key, false);
