@@ -56,9 +56,10 @@ struct key_track {
 
 using clock_type = std::chrono::system_clock;
 
-// Runs one scheme over one workload; `route(index, key, time, home&, salted&)` gives the partition.
+// The static scheme, and the router's base: XXH3 with a chosen seed (--hash-seed).
 using base_partitioner = keyroute::hash_partitioner<>;
 
+// Runs one scheme over one workload; `route(index, key, time, home&, salted&)` gives the partition.
 template <class Route>
 auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
          std::uint64_t hash_seed, Route&& route, const std::function<std::size_t()>& memory)
