@@ -15,6 +15,7 @@
 // Exit status: 0 on success, 1 if the input cannot be read or holds no key, 2 for a bad option.
 #include "../bench/workloads.hpp"
 
+#include <keyroute/detail/json.hpp>  // the reports' JSON string writer (built with this tool)
 #include <keyroute/jump.hpp>
 #include <keyroute/key_group.hpp>
 #include <keyroute/maglev.hpp>
@@ -959,38 +960,22 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
     }
 }
 
-void json_string(std::ostream& out, std::string_view text) {
-    out << '"';
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out << '\\' << c;
-        } else if (u < 0x20U) {
-            static constexpr char hex[] = "0123456789abcdef";
-            out << "\\u00" << hex[u >> 4U] << hex[u & 0xfU];
-        } else {
-            out << c;
-        }
-    }
-    out << '"';
-}
-
 void print_json(std::ostream& out, const key_stream& s, const timeline& t, const options& o,
                 std::uint32_t partitions, double rate, const analysis& a) {
     const std::uint64_t n = s.events.size();
     out << std::setprecision(10);
     out << "{\"input\":{\"source\":";
-    json_string(out, s.source);
+    keyroute::detail::write_json_string(out, s.source);
     out << ",\"events\":" << n << ",\"distinct_keys\":" << s.keys.size()
         << ",\"skipped\":" << s.skipped << ",\"partitions\":" << partitions << ",\"scheme\":";
-    json_string(out, o.scheme);
+    keyroute::detail::write_json_string(out, o.scheme);
     out << ",\"window_seconds\":" << o.window_s << ",\"rate\":" << rate
         << ",\"windows\":" << t.windows << ",\"seed_threshold\":" << a.seed_threshold
         << "},\"hot_keys\":[";
     for (std::size_t h = 0; h < a.hot_ids.size(); ++h) {
         const std::uint32_t id = a.hot_ids[h];
         out << (h == 0 ? "" : ",") << "{\"key\":";
-        json_string(out, s.keys[id]);
+        keyroute::detail::write_json_string(out, s.keys[id]);
         out << ",\"events\":" << s.key_events[id]
             << ",\"share\":" << share(s.key_events[id], n) / 100 << "}";
     }
@@ -998,7 +983,7 @@ void print_json(std::ostream& out, const key_stream& s, const timeline& t, const
     for (std::size_t k = 0; k < a.schemes.size(); ++k) {
         const scheme_result& r = a.schemes[k];
         out << (k == 0 ? "" : ",") << "{\"name\":\"" << r.name << "\",\"description\":";
-        json_string(out, r.title);
+        keyroute::detail::write_json_string(out, r.title);
         out << ",\"max_over_mean\":" << r.max_over_mean() << ",\"max_over_mean_by_window\":[";
         for (std::size_t w = 0; w < r.window_max_over_mean.size(); ++w) {
             out << (w == 0 ? "" : ",") << r.window_max_over_mean[w];
