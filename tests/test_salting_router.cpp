@@ -375,6 +375,85 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     CHECK(cold_moved == std::vector<std::uint64_t>(3, 0));
 }
 
+TEST_CASE("threads sharing one router sample the sketch, and still find the hot key",
+          "[router][threads][sketch]") {
+    // Two windows of 1M events: "hot" has 10%, the rest spread over 50k cold keys (about 18
+    // events each, far below a tenth of the per-partition mean of 15,625).
+    constexpr std::size_t per_window = 1000000;
+    const minute w0 = skewed_minute(0, per_window, 0.10, 50000, 11);
+    const minute w1 = skewed_minute(1, per_window, 0.10, 50000, 12);
+    const keyroute::hash_partitioner<> base(64);
+    struct outcome {
+        keyroute::salting_stats stats;
+        std::set<std::uint32_t> hot_partitions;  // in the second window
+        std::uint64_t cold_moved = 0;
+    };
+    const auto replay = [&](unsigned threads) {
+        keyroute::salting_router<> router(router_config(64, 0, 2));
+        std::vector<std::set<std::uint32_t>> hot(threads);
+        std::vector<std::uint64_t> moved(threads, 0);
+        for (const minute* m : {&w0, &w1}) {
+            std::vector<std::thread> pool;
+            for (unsigned t = 0; t < threads; ++t) {
+                pool.emplace_back([&, t] {  // thread t routes events t, t + threads, ...
+                    for (std::size_t i = t; i < m->keys.size(); i += threads) {
+                        const auto p = router.route(m->keys[i], m->times[i]);
+                        if (m->keys[i] == "hot") {
+                            if (m == &w1) hot[t].insert(p);
+                        } else if (p != base.route(m->keys[i])) {
+                            ++moved[t];
+                        }
+                    }
+                });
+            }
+            for (auto& th : pool) th.join();
+        }
+        outcome o;
+        o.stats = router.stats();
+        for (unsigned t = 0; t < threads; ++t) {
+            o.hot_partitions.insert(hot[t].begin(), hot[t].end());
+            o.cold_moved += moved[t];
+        }
+        return o;
+    };
+
+    const outcome one = replay(1);
+    const outcome two = replay(2);
+    for (const outcome* o : {&one, &two}) {
+        CHECK(o->stats.routed == 2 * per_window);
+        CHECK(o->cold_moved == 0);
+        // 10% of 64 partitions needs 6.4 of them: the hot key is found and spread.
+        CHECK(o->hot_partitions.size() >= 7);
+    }
+    // One thread: every untracked event updates the sketch.
+    CHECK(one.stats.sketch_skipped == 0);
+    // Two threads: the sketch is sampled once the admission level allows it (stride 1 early in
+    // each window, up to 8 from half-way through the second: about a third of the untracked
+    // events are skipped in all), and never switched off.
+    const std::uint64_t untracked = two.stats.routed - two.stats.stamped;
+    CHECK(two.stats.sketch_skipped * 4 > untracked);
+    CHECK(two.stats.sketch_skipped * 20 < untracked * 19);
+}
+
+TEST_CASE("a router built with a fixed seed replays a trace exactly", "[router][replay]") {
+    // 90% on one key over 100 partitions: its runs scan more partitions than max_scan, from a
+    // random start, so the lanes' random draws decide where its runs go.
+    const minute w0 = skewed_minute(0, 200000, 0.9, 1000, 21);
+    const minute w1 = skewed_minute(1, 200000, 0.9, 1000, 22);
+    const auto replay = [&] {
+        keyroute::salting_router<> router(router_config(100));
+        std::vector<std::uint32_t> out;
+        for (const minute* m : {&w0, &w1}) {
+            for (std::size_t i = 0; i < m->keys.size(); ++i)
+                out.push_back(router.route(m->keys[i], m->times[i]));
+        }
+        return out;
+    };
+    const auto first = replay();
+    CHECK(std::set<std::uint32_t>(first.begin(), first.end()).size() > 16);
+    CHECK(replay() == first);
+}
+
 TEST_CASE("more partitions than plans are kept for: placed by load", "[router][large]") {
     // Above 16384 partitions the router keeps no fill order and no rollover plans.
     keyroute::salting_router<> router(router_config(20000, 50));

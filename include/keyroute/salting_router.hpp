@@ -10,7 +10,10 @@
 /// 2. Its home partition is `Partitioner::route(key)`. A key that is not tracked goes home.
 /// 3. Every untracked key is counted in a Count-Min sketch (2 rows, conservative update, cells
 ///    tagged with their window so nothing needs clearing), hashed with a per-instance secret seed
-///    so nobody can craft keys that collide with a victim's cells.
+///    so nobody can craft keys that collide with a victim's cells. While several threads route
+///    in the same window, the sketch is sampled instead: about one untracked event in `stride`
+///    (2 to 8, as the admission level allows) adds `stride`, because the sketch is the only
+///    memory every thread writes on the route path. One thread counts every event.
 /// 4. A key whose estimate reaches half the hot threshold becomes a *candidate*: it takes a slot
 ///    in a small table of tracked keys and is counted exactly from then on. Its events still go
 ///    home, but carry ordering stamps.
@@ -79,7 +82,8 @@ struct salting_config {
     std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction.
     std::uint64_t producer_id = 0;
-    /// Seed of the hot-key sketch's hash; 0 = a random seed drawn at construction.
+    /// Seed of the hot-key sketch's hash and of the lanes' random draws (a router built with a
+    /// fixed seed replays a trace exactly); 0 = a random seed drawn at construction.
     std::uint64_t seed = 0;
     /// Send cold keys whose home partition is unavailable to another available partition
     /// (rendezvous hashing among the available ones); they come back when it returns.
@@ -104,12 +108,16 @@ struct hot_key_info {
 
 /// A snapshot of a salting_router's state.
 struct salting_stats {
-    std::int64_t window = 0;                    ///< current window index
-    std::uint64_t threshold = 0;                ///< the hot threshold now in force
-    std::uint64_t routed = 0;                   ///< events routed since construction
-    std::uint64_t salted = 0;                   ///< of which placed by the hot-key logic
-    std::uint64_t stamped = 0;                  ///< of which carried a stamp
-    std::uint64_t admissions_refused = 0;       ///< candidates not tracked: the table was full
+    std::int64_t window = 0;               ///< current window index
+    std::uint64_t threshold = 0;           ///< the hot threshold now in force
+    std::uint64_t routed = 0;              ///< events routed since construction
+    std::uint64_t salted = 0;              ///< of which placed by the hot-key logic
+    std::uint64_t stamped = 0;             ///< of which carried a stamp
+    std::uint64_t admissions_refused = 0;  ///< candidates not tracked: the table was full
+    /// Untracked events that did not update the hot-key sketch because it was sampled: none
+    /// while one thread routes, all but about one in `stride` (2 to 8) while several do (see the
+    /// file comment, step 3).
+    std::uint64_t sketch_skipped = 0;
     std::vector<std::uint64_t> partition_load;  ///< events per partition, current window
     std::vector<hot_key_info> hot_keys;         ///< tracked keys, hottest first
     std::size_t memory_bytes = 0;               ///< state allocated at construction
@@ -216,8 +224,11 @@ public:
             m_reserved = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
             m_scratch_keys = std::make_unique<key_volume[]>(m_slots);
         }
+        // The lanes' random draws (sampling gaps, where a run scan starts) follow the seed, so a
+        // router built with a fixed `seed` replays a trace exactly.
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
-            m_lane[i].rng.store(detail::mix64(m_uid + i), std::memory_order_relaxed);
+            m_lane[i].rng.store(detail::mix64(m_secret_out + 0x632be59bd9b4e019ULL * (i + 1U)),
+                                std::memory_order_relaxed);
         }
     }
 
@@ -276,10 +287,15 @@ public:
         const levels& lv = levels_of(ln, w, at);
         std::uint32_t slot = find(fp);
         if (slot == no_slot || !live(m_entries[slot], w)) {
-            const std::uint32_t estimate = sketch_add(h, w);
-            slot = estimate >= lv.admit.load(std::memory_order_relaxed)
-                       ? admit(ln, key, fp, d.home, w, estimate, slot)
-                       : no_slot;
+            const std::uint32_t weight = sampled(ln, lv);
+            if (weight != 0) {
+                const std::uint32_t estimate = sketch_add(h, w, weight);
+                slot = estimate >= lv.admit.load(std::memory_order_relaxed)
+                           ? admit(ln, key, fp, d.home, w, estimate, slot)
+                           : no_slot;
+            } else {
+                slot = no_slot;
+            }
         }
         if (slot != no_slot) {
             tracked(ln, slot, fp, w, at, lv, d);
@@ -334,6 +350,7 @@ public:
             s.salted += ln.salted.load(std::memory_order_relaxed);
             s.stamped += ln.stamped.load(std::memory_order_relaxed);
             s.admissions_refused += ln.refused.load(std::memory_order_relaxed);
+            s.sketch_skipped += ln.skipped.load(std::memory_order_relaxed);
         }
         for (std::uint32_t p = 0; p < m_n; ++p) s.partition_load[p] = load_of(p, w);
 
@@ -436,6 +453,7 @@ private:
     static constexpr std::uint32_t max_scan = 16;
     static constexpr std::uint64_t early_divisor = 16;
     static constexpr std::uint64_t levels_every = 256;
+    static constexpr std::uint32_t max_sample_stride = 8;
     static constexpr std::uint32_t max_ordered_partitions = 16384;
     static constexpr double headroom = 0.04;
 
@@ -481,6 +499,7 @@ private:
         std::atomic<std::uint64_t> threshold{0};  // exact count that proves a key hot
         std::atomic<double> scale{0};  // expected window volume / volume so far (0: no projection)
         std::atomic<double> bar{0};    // the threshold projections are held to
+        std::atomic<std::uint32_t> sample_stride{1};  // see sampled()
     };
 
     struct alignas(64) lane {
@@ -494,7 +513,9 @@ private:
         std::atomic<std::uint64_t> salted{0};
         std::atomic<std::uint64_t> stamped{0};
         std::atomic<std::uint64_t> refused{0};
+        std::atomic<std::uint64_t> skipped{0};
         std::atomic<std::uint64_t> rng{0};
+        std::atomic<std::uint32_t> sample_left{0};  // untracked events until the next sample
         // The lane's current window, in clock ticks: [win_lo, win_hi) is window win_index.
         std::atomic<std::int64_t> win_lo{1};
         std::atomic<std::int64_t> win_hi{0};
@@ -966,6 +987,14 @@ private:
         }
     }
 
+    /// Lanes that routed in window w.
+    [[nodiscard]] auto active_lanes(std::int64_t w) const noexcept -> std::uint32_t {
+        std::uint32_t n = 0;
+        for (std::uint32_t i = 0; i <= m_lanes; ++i)
+            n += m_lane[i].window.load(std::memory_order_relaxed) == w ? 1U : 0U;
+        return n;
+    }
+
     /// Events routed in window w so far, over all lanes.
     [[nodiscard]] auto window_total(std::int64_t w) const noexcept -> std::uint64_t {
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
@@ -1031,8 +1060,16 @@ private:
             admit_level = std::min(
                 admit_level, static_cast<std::uint64_t>(std::max(early, std::ceil(bar / scale))));
         }
-        lv.admit.store(std::max<std::uint64_t>(std::max(admit_level, background), 2),
-                       std::memory_order_relaxed);
+        const std::uint64_t admit = std::max<std::uint64_t>(std::max(admit_level, background), 2);
+        lv.admit.store(admit, std::memory_order_relaxed);
+        // The sketch is sampled only while more than one lane routes in the window (see
+        // sampled()), at a stride that keeps the noise sqrt(stride * admit) under a tenth of the
+        // admission level: stride <= admit / 100, so every event counts below a level of 200.
+        std::uint32_t stride = 1;
+        if (active_lanes(w) > 1) {
+            while (stride < max_sample_stride && std::uint64_t{200} * stride <= admit) stride *= 2;
+        }
+        lv.sample_stride.store(stride, std::memory_order_relaxed);
         lv.threshold.store(t, std::memory_order_relaxed);
         lv.scale.store(scale, std::memory_order_relaxed);
         lv.bar.store(bar, std::memory_order_relaxed);
@@ -1054,9 +1091,38 @@ private:
         return c * scale * (1.0 - 4.0 / std::sqrt(c)) >= lv.bar.load(std::memory_order_relaxed);
     }
 
-    /// Conservative-update Count-Min: adds one to the key's smallest cells; returns the new
+    /// Whether this untracked event updates the sketch, and with what weight (0: it does not).
+    /// While the admission level is low every event counts (weight 1); above it, one event in
+    /// `sample_stride` on average counts with that weight, at gaps drawn at random from
+    /// [1, 2 * stride - 1] so that no periodic pattern of keys can hide from the sample. The
+    /// estimates keep their expectation; what sampling adds is noise of about
+    /// sqrt(stride * count), under a tenth of the admission level by construction of the stride
+    /// (see refresh_levels), and the exact count after admission gates hotness as before. It
+    /// spares most cold events the two sketch cells, which are the route path's writes to memory
+    /// shared by all threads.
+    auto sampled(lane& ln, const levels& lv) noexcept -> std::uint32_t {
+        const std::uint32_t stride = lv.sample_stride.load(std::memory_order_relaxed);
+        if (stride <= 1) return 1;
+        const std::uint32_t left = ln.sample_left.load(std::memory_order_relaxed);
+        if (left > 1) {
+            ln.sample_left.store(left - 1, std::memory_order_relaxed);
+            detail::bump(ln.skipped, std::uint64_t{1}, ln.shared);
+            return 0;
+        }
+        std::uint64_t r = ln.rng.load(std::memory_order_relaxed);
+        r = detail::mix64(r + 0x9e3779b97f4a7c15ULL);
+        ln.rng.store(r, std::memory_order_relaxed);
+        ln.sample_left.store(1 + static_cast<std::uint32_t>(r % (2 * stride - 1)),
+                             std::memory_order_relaxed);
+        if (left == 1) return stride;
+        detail::bump(ln.skipped, std::uint64_t{1}, ln.shared);  // the lane's first sampled event
+        return 0;
+    }
+
+    /// Conservative-update Count-Min: adds `weight` to the key's smallest cells; returns the new
     /// estimate. Cells hold (window & 0xff) << 24 | count, so a cell from an older window reads 0.
-    auto sketch_add(std::uint64_t h, std::int64_t w) noexcept -> std::uint32_t {
+    auto sketch_add(std::uint64_t h, std::int64_t w, std::uint32_t weight) noexcept
+        -> std::uint32_t {
         const auto tag = static_cast<std::uint32_t>(static_cast<std::uint64_t>(w) & 0xffU) << 24U;
         std::atomic<std::uint32_t>& a = m_sketch[h & m_sketch_mask];
         std::atomic<std::uint32_t>& b =
@@ -1067,10 +1133,11 @@ private:
         const std::uint32_t cb = (vb & 0xff000000U) == tag ? vb & 0xffffffU : 0;
         const std::uint32_t m = std::min(ca, cb);
         if (m == 0xffffffU) return m;  // saturated
+        const std::uint32_t next = std::min<std::uint32_t>(m + weight, 0xffffffU);
         // Racing threads may lose an increment here; the sketch only nominates candidates.
-        if (ca == m) a.store(tag | (m + 1), std::memory_order_relaxed);
-        if (cb == m) b.store(tag | (m + 1), std::memory_order_relaxed);
-        return m + 1;
+        if (ca == m) a.store(tag | next, std::memory_order_relaxed);
+        if (cb == m) b.store(tag | next, std::memory_order_relaxed);
+        return next;
     }
 
     [[nodiscard]] auto group_of(std::uint64_t fp) const noexcept -> std::uint32_t {
