@@ -429,9 +429,10 @@ TEST_CASE("threads sharing one router sample the sketch, and still find the hot 
     CHECK(one.stats.sketch_skipped == 0);
     // Two threads: the sketch is sampled once the admission level allows it (stride 1 early in
     // each window, up to 8 from half-way through the second: about a third of the untracked
-    // events are skipped in all), and never switched off.
+    // events are skipped when the threads run side by side, and still more than a tenth if the
+    // scheduler runs one thread's share of a window before the other's), and never switched off.
     const std::uint64_t untracked = two.stats.routed - two.stats.stamped;
-    CHECK(two.stats.sketch_skipped * 4 > untracked);
+    CHECK(two.stats.sketch_skipped * 10 > untracked);
     CHECK(two.stats.sketch_skipped * 20 < untracked * 19);
 }
 
