@@ -1095,11 +1095,12 @@ private:
     /// While the admission level is low every event counts (weight 1); above it, one event in
     /// `sample_stride` on average counts with that weight, at gaps drawn at random from
     /// [1, 2 * stride - 1] so that no periodic pattern of keys can hide from the sample. The
-    /// estimates keep their expectation; what sampling adds is noise of about
-    /// sqrt(stride * count), under a tenth of the admission level by construction of the stride
-    /// (see refresh_levels), and the exact count after admission gates hotness as before. It
-    /// spares most cold events the two sketch cells, which are the route path's writes to memory
-    /// shared by all threads.
+    /// estimates keep their expectation (but for the one gap per lane that straddles a change of
+    /// stride, a few times a window, which ends with the new weight); what sampling adds is
+    /// noise of about sqrt(stride * count), under a tenth of the admission level by construction
+    /// of the stride (see refresh_levels), and the exact count after admission gates hotness as
+    /// before. It spares most cold events the two sketch cells, which are the route path's
+    /// writes to memory shared by all threads.
     auto sampled(lane& ln, const levels& lv) noexcept -> std::uint32_t {
         const std::uint32_t stride = lv.sample_stride.load(std::memory_order_relaxed);
         if (stride <= 1) return 1;
