@@ -375,7 +375,7 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     CHECK(cold_moved == std::vector<std::uint64_t>(3, 0));
 }
 
-TEST_CASE("threads sharing one router sample the sketch, and still find the hot key",
+TEST_CASE("threads sharing one router count in sketch slices and still find the hot key",
           "[router][threads][sketch]") {
     // Two windows of 1M events: "hot" has 10%, the rest spread over 50k cold keys (about 18
     // events each, far below a tenth of the per-partition mean of 15,625).
@@ -388,15 +388,19 @@ TEST_CASE("threads sharing one router sample the sketch, and still find the hot 
         std::set<std::uint32_t> hot_partitions;  // in the second window
         std::uint64_t cold_moved = 0;
     };
-    const auto replay = [&](unsigned threads) {
+    // by_key: thread 0 routes every event of "hot" (and its share of the rest), so only its
+    // slice of the sketch ever sees the key.
+    const auto replay = [&](unsigned threads, bool by_key) {
         keyroute::salting_router<> router(router_config(64, 0, 2));
         std::vector<std::set<std::uint32_t>> hot(threads);
         std::vector<std::uint64_t> moved(threads, 0);
         for (const minute* m : {&w0, &w1}) {
             std::vector<std::thread> pool;
             for (unsigned t = 0; t < threads; ++t) {
-                pool.emplace_back([&, t] {  // thread t routes events t, t + threads, ...
-                    for (std::size_t i = t; i < m->keys.size(); i += threads) {
+                pool.emplace_back([&, t] {  // events t, t + threads, ... (by_key: "hot" on 0)
+                    for (std::size_t i = 0; i < m->keys.size(); ++i) {
+                        const bool mine = by_key && m->keys[i] == "hot" ? t == 0 : i % threads == t;
+                        if (!mine) continue;
                         const auto p = router.route(m->keys[i], m->times[i]);
                         if (m->keys[i] == "hot") {
                             if (m == &w1) hot[t].insert(p);
@@ -417,9 +421,10 @@ TEST_CASE("threads sharing one router sample the sketch, and still find the hot 
         return o;
     };
 
-    const outcome one = replay(1);
-    const outcome two = replay(2);
-    for (const outcome* o : {&one, &two}) {
+    const outcome one = replay(1, false);
+    const outcome two = replay(2, false);
+    const outcome two_by_key = replay(2, true);
+    for (const outcome* o : {&one, &two, &two_by_key}) {
         CHECK(o->stats.routed == 2 * per_window);
         CHECK(o->cold_moved == 0);
         // 10% of 64 partitions needs 6.4 of them: the hot key is found and spread.
@@ -428,7 +433,7 @@ TEST_CASE("threads sharing one router sample the sketch, and still find the hot 
     // One thread: every untracked event updates the sketch.
     CHECK(one.stats.sketch_skipped == 0);
     // Two threads: the sketch is sampled once the admission level allows it (stride 1 early in
-    // each window, up to 8 from half-way through the second: about a third of the untracked
+    // each window, 2 to 4 later, with weights of 2 to 8: about a third of the untracked
     // events are skipped when the threads run side by side, and still more than a tenth if the
     // scheduler runs one thread's share of a window before the other's), and never switched off.
     const std::uint64_t untracked = two.stats.routed - two.stats.stamped;

@@ -11,9 +11,11 @@
 /// 3. Every untracked key is counted in a Count-Min sketch (2 rows, conservative update, cells
 ///    tagged with their window so nothing needs clearing), hashed with a per-instance secret seed
 ///    so nobody can craft keys that collide with a victim's cells. While several threads route
-///    in the same window, the sketch is sampled instead: about one untracked event in `stride`
-///    (2 to 8, as the admission level allows) adds `stride`, because the sketch is the only
-///    memory every thread writes on the route path. One thread counts every event.
+///    in the same window, each lane counts its own events in its own slice of the sketch's rows,
+///    with the weight of the active lanes, and samples them: about one untracked event in
+///    `stride` (2 to 8, as the admission level allows) adds `stride` times that weight. The
+///    sketch was the only memory every thread wrote on the route path. One thread counts every
+///    event in the whole rows.
 /// 4. A key whose estimate reaches half the hot threshold becomes a *candidate*: it takes a slot
 ///    in a small table of tracked keys and is counted exactly from then on. Its events still go
 ///    home, but carry ordering stamps.
@@ -216,6 +218,7 @@ public:
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
             m_lane[i].index = i;
             m_lane[i].load = m_load.get() + std::size_t{i} * 2U * m_n;
+            m_lane[i].lv.slice_mask.store(m_sketch_mask, std::memory_order_relaxed);
         }
         m_slot_state = std::make_unique<slot_state[]>(std::size_t{m_lanes + 1U} * m_slots);
         m_down = std::make_unique<std::atomic<std::uint8_t>[]>(m_n);
@@ -412,7 +415,7 @@ private:
         if (slot == no_slot || !live(m_entries[slot], w)) {
             const std::uint32_t weight = sampled(ln, lv);
             if (weight != 0) {
-                const std::uint32_t estimate = sketch_add(h, w, weight);
+                const std::uint32_t estimate = sketch_add(h, w, weight, lv);
                 slot = estimate >= lv.admit.load(std::memory_order_relaxed)
                            ? admit(ln, key, fp, d.home, w, estimate, slot)
                            : no_slot;
@@ -466,6 +469,7 @@ private:
     static constexpr std::uint64_t early_divisor = 16;
     static constexpr std::uint64_t levels_every = 256;
     static constexpr std::uint32_t max_sample_stride = 8;
+    static constexpr std::uint32_t min_slice_width = 256;  // cells of a lane's slice of a row
     static constexpr std::uint32_t max_ordered_partitions = 16384;
     static constexpr double headroom = 0.04;
 
@@ -512,6 +516,10 @@ private:
         std::atomic<double> scale{0};  // expected window volume / volume so far (0: no projection)
         std::atomic<double> bar{0};    // the threshold projections are held to
         std::atomic<std::uint32_t> sample_stride{1};  // see sampled()
+        std::atomic<std::uint32_t> sample_weight{1};  // stride * sketch_lanes: see sampled()
+        // The lane's slice of each sketch row (see refresh_levels): the whole row for one lane.
+        std::atomic<std::uint32_t> slice_base{0};
+        std::atomic<std::uint32_t> slice_mask{0};
     };
 
     struct alignas(64) lane {
@@ -1061,7 +1069,21 @@ private:
         const std::uint64_t t = threshold(w);
         // Admission: well above the sketch's background (4 times the average cell), and half the
         // threshold, or (automatic mode) on course to pass it at the key's rate so far.
-        const std::uint64_t background = 4 * total / (m_sketch_mask + 1U);
+        // While several lanes route in the window, each counts its own events in its own slice of
+        // the sketch, with the weight of `active` lanes (a lane sees about 1 / active of a key's
+        // events): the sketch was the one memory all threads wrote on the route path. A slice
+        // holds 1 / slices of a row, so its background, in weighted counts, is `slices` times
+        // the whole row's. A key that one thread routes more than the others is overestimated
+        // in that thread's slice (nominated earlier; the exact count still gates hotness). In
+        // the window where a second lane starts, the slices still hold the whole rows' counts:
+        // more nominations, for the rest of that window. One lane uses the whole rows.
+        const std::uint32_t active = std::max<std::uint32_t>(active_lanes(w), 1);
+        const std::uint32_t width = m_sketch_mask + 1U;
+        std::uint32_t slices = 1;
+        if (active > 1) {
+            while (slices < active && width / (2 * slices) >= min_slice_width) slices *= 2;
+        }
+        const std::uint64_t background = 4 * total * slices / width;
         std::uint64_t admit_level = (t + 1) / 2;
         double scale = 0;
         auto bar = static_cast<double>(t);
@@ -1077,14 +1099,20 @@ private:
         }
         const std::uint64_t admit = std::max<std::uint64_t>(std::max(admit_level, background), 2);
         lv.admit.store(admit, std::memory_order_relaxed);
-        // The sketch is sampled only while more than one lane routes in the window (see
-        // sampled()), at a stride that keeps the noise sqrt(stride * admit) under a tenth of the
-        // admission level: stride <= admit / 100, so every event counts below a level of 200.
+        // The sketch is also sampled while more than one lane routes in the window (see
+        // sampled()), at a stride that keeps the noise of a weight of stride * active lanes,
+        // sqrt(stride * active * admit), under a tenth of the admission level.
         std::uint32_t stride = 1;
-        if (active_lanes(w) > 1) {
-            while (stride < max_sample_stride && std::uint64_t{200} * stride <= admit) stride *= 2;
+        if (active > 1) {
+            while (stride < max_sample_stride && std::uint64_t{200} * stride * active <= admit)
+                stride *= 2;
         }
         lv.sample_stride.store(stride, std::memory_order_relaxed);
+        lv.sample_weight.store(stride * active, std::memory_order_relaxed);
+        const std::uint32_t slice_width = width / slices;
+        lv.slice_base.store((lane_index(ln) & (slices - 1U)) * slice_width,
+                            std::memory_order_relaxed);
+        lv.slice_mask.store(slice_width - 1U, std::memory_order_relaxed);
         lv.threshold.store(t, std::memory_order_relaxed);
         lv.scale.store(scale, std::memory_order_relaxed);
         lv.bar.store(bar, std::memory_order_relaxed);
@@ -1107,18 +1135,19 @@ private:
     }
 
     /// Whether this untracked event updates the sketch, and with what weight (0: it does not).
-    /// While the admission level is low every event counts (weight 1); above it, one event in
-    /// `sample_stride` on average counts with that weight, at gaps drawn at random from
+    /// One lane routing: every event counts, with weight 1. Several: while the admission level
+    /// is low every event counts with the weight of the active lanes (each counts in its own
+    /// slice, see refresh_levels); above it, one event in `sample_stride` on average counts with
+    /// `sample_stride` times that weight, at gaps drawn at random from
     /// [1, 2 * stride - 1] so that no periodic pattern of keys can hide from the sample. The
     /// estimates keep their expectation (but for the one gap per lane that straddles a change of
     /// stride, a few times a window, which ends with the new weight); what sampling adds is
-    /// noise of about sqrt(stride * count), under a tenth of the admission level by construction
+    /// noise of about sqrt(weight * count), under a tenth of the admission level by construction
     /// of the stride (see refresh_levels), and the exact count after admission gates hotness as
-    /// before. It spares most cold events the two sketch cells, which are the route path's
-    /// writes to memory shared by all threads.
+    /// before. It spares most cold events the two sketch cells.
     auto sampled(lane& ln, const levels& lv) noexcept -> std::uint32_t {
         const std::uint32_t stride = lv.sample_stride.load(std::memory_order_relaxed);
-        if (stride <= 1) return 1;
+        if (stride <= 1) return lv.sample_weight.load(std::memory_order_relaxed);
         const std::uint32_t left = ln.sample_left.load(std::memory_order_relaxed);
         if (left > 1) {
             ln.sample_left.store(left - 1, std::memory_order_relaxed);
@@ -1130,7 +1159,7 @@ private:
         ln.rng.store(r, std::memory_order_relaxed);
         ln.sample_left.store(1 + static_cast<std::uint32_t>(r % (2 * stride - 1)),
                              std::memory_order_relaxed);
-        if (left == 1) return stride;
+        if (left == 1) return lv.sample_weight.load(std::memory_order_relaxed);
         detail::bump(ln.skipped, std::uint64_t{1}, ln.shared);  // the lane's first sampled event
         return 0;
     }
@@ -1138,12 +1167,13 @@ private:
     /// Conservative-update Count-Min: raises each of the key's cells to at least its smallest
     /// plus `weight` (with weight 1: adds 1 to the smallest cells); returns the new estimate.
     /// Cells hold (window & 0xff) << 24 | count, so a cell from an older window reads 0.
-    auto sketch_add(std::uint64_t h, std::int64_t w, std::uint32_t weight) noexcept
-        -> std::uint32_t {
+    auto sketch_add(std::uint64_t h, std::int64_t w, std::uint32_t weight,
+                    const levels& lv) noexcept -> std::uint32_t {
         const auto tag = static_cast<std::uint32_t>(static_cast<std::uint64_t>(w) & 0xffU) << 24U;
-        std::atomic<std::uint32_t>& a = m_sketch[h & m_sketch_mask];
-        std::atomic<std::uint32_t>& b =
-            m_sketch[(m_sketch_mask + 1U) + ((h >> 32U) & m_sketch_mask)];
+        const std::uint32_t base = lv.slice_base.load(std::memory_order_relaxed);
+        const std::uint32_t mask = lv.slice_mask.load(std::memory_order_relaxed);
+        std::atomic<std::uint32_t>& a = m_sketch[base + (h & mask)];
+        std::atomic<std::uint32_t>& b = m_sketch[(m_sketch_mask + 1U) + base + ((h >> 32U) & mask)];
         const std::uint32_t va = a.load(std::memory_order_relaxed);
         const std::uint32_t vb = b.load(std::memory_order_relaxed);
         const std::uint32_t ca = (va & 0xff000000U) == tag ? va & 0xffffffU : 0;
