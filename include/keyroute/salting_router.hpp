@@ -215,11 +215,6 @@ public:
         m_lane[m_lanes].shared = true;
         m_load =
             std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{m_lanes + 1U} * 2U * m_n);
-        for (std::uint32_t i = 0; i <= m_lanes; ++i) {
-            m_lane[i].index = i;
-            m_lane[i].load = m_load.get() + std::size_t{i} * 2U * m_n;
-            m_lane[i].lv.slice_mask.store(m_sketch_mask, std::memory_order_relaxed);
-        }
         m_slot_state = std::make_unique<slot_state[]>(std::size_t{m_lanes + 1U} * m_slots);
         m_down = std::make_unique<std::atomic<std::uint8_t>[]>(m_n);
         m_run_load = std::make_unique<std::atomic<std::uint32_t>[]>(2U * std::size_t{m_n});
@@ -235,6 +230,8 @@ public:
         // The lanes' random draws (sampling gaps, where a run scan starts) follow the seed, so a
         // router built with a fixed `seed` replays a trace exactly.
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
+            m_lane[i].index = i;
+            m_lane[i].load = m_load.get() + std::size_t{i} * 2U * m_n;
             m_lane[i].rng.store(detail::mix64(m_secret_out + 0x632be59bd9b4e019ULL * (i + 1U)),
                                 std::memory_order_relaxed);
         }
@@ -516,8 +513,9 @@ private:
         std::atomic<double> scale{0};  // expected window volume / volume so far (0: no projection)
         std::atomic<double> bar{0};    // the threshold projections are held to
         std::atomic<std::uint32_t> sample_stride{1};  // see sampled()
-        std::atomic<std::uint32_t> sample_weight{1};  // stride * sketch_lanes: see sampled()
-        // The lane's slice of each sketch row (see refresh_levels): the whole row for one lane.
+        std::atomic<std::uint32_t> sample_weight{1};  // stride * active lanes: see sampled()
+        // The lane's slice of each sketch row, set by refresh_levels before the lane's first
+        // event of a window: the whole row while one lane routes.
         std::atomic<std::uint32_t> slice_base{0};
         std::atomic<std::uint32_t> slice_mask{0};
     };
@@ -948,16 +946,12 @@ private:
         return m_lane[index];
     }
 
-    [[nodiscard]] static auto lane_index(const lane& ln) noexcept -> std::uint32_t {
-        return ln.index;
-    }
-
     /// Resets a lane's per-window counters the first time it routes in a new window.
     void observe(lane& ln, std::int64_t w) noexcept {
         const std::int64_t seen = ln.window.load(std::memory_order_relaxed);
         if (seen >= w) return;  // on the shared lane another thread may be a window ahead
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
-        std::atomic<std::uint32_t>* load = lane_load(ln);
+        std::atomic<std::uint32_t>* load = ln.load;
         const bool keep_previous = seen == w - 1;
         for (std::uint64_t par = 0; par < 2; ++par) {
             if (keep_previous && par != parity) continue;
@@ -969,10 +963,6 @@ private:
         ln.window.store(w, std::memory_order_relaxed);
     }
 
-    [[nodiscard]] static auto lane_load(const lane& ln) noexcept -> std::atomic<std::uint32_t>* {
-        return ln.load;
-    }
-
     /// This lane's loads in window w ([partition]: events it routed there), or nullptr when it
     /// has not routed in w (all 0). Runs are placed on this lane's own loads: each lane evens
     /// out its own events over a hot key's partitions, so the sum over lanes is even too, and the
@@ -981,7 +971,7 @@ private:
     [[nodiscard]] auto own_loads(const lane& ln, std::int64_t w) const noexcept
         -> const std::atomic<std::uint32_t>* {
         if (ln.window.load(std::memory_order_relaxed) != w) return nullptr;  // all 0
-        return lane_load(ln) + (static_cast<std::uint64_t>(w) & 1U) * m_n;
+        return ln.load + (static_cast<std::uint64_t>(w) & 1U) * m_n;
     }
 
     /// Events routed to partition p in window w, over all lanes.
@@ -991,7 +981,7 @@ private:
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
             const lane& ln = m_lane[i];
             if (ln.window.load(std::memory_order_relaxed) != w) continue;
-            sum += lane_load(ln)[parity * m_n + p].load(std::memory_order_relaxed);
+            sum += ln.load[parity * m_n + p].load(std::memory_order_relaxed);
         }
         return sum;
     }
@@ -1110,8 +1100,7 @@ private:
         lv.sample_stride.store(stride, std::memory_order_relaxed);
         lv.sample_weight.store(stride * active, std::memory_order_relaxed);
         const std::uint32_t slice_width = width / slices;
-        lv.slice_base.store((lane_index(ln) & (slices - 1U)) * slice_width,
-                            std::memory_order_relaxed);
+        lv.slice_base.store((ln.index & (slices - 1U)) * slice_width, std::memory_order_relaxed);
         lv.slice_mask.store(slice_width - 1U, std::memory_order_relaxed);
         lv.threshold.store(t, std::memory_order_relaxed);
         lv.scale.store(scale, std::memory_order_relaxed);
@@ -1345,7 +1334,7 @@ private:
                                         std::int64_t w, const moment& at, const levels& lv,
                                         route_decision& d) noexcept {
         entry& e = m_entries[slot];
-        slot_state& ss = m_slot_state[std::size_t{lane_index(ln)} * m_slots + slot];
+        slot_state& ss = m_slot_state[std::size_t{ln.index} * m_slots + slot];
         const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
         const std::uint64_t episode_tag = (episode & 0xffffffU) << seq_bits;
         if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
@@ -1434,7 +1423,7 @@ private:
             return;
         }
         d.stamp.producer = m_producer;
-        d.stamp.lane = static_cast<std::uint16_t>(lane_index(ln));
+        d.stamp.lane = static_cast<std::uint16_t>(ln.index);
         d.stamp.episode = episode;
         d.stamp.sequence = seq;
         d.stamp.salted = d.salted;
@@ -1622,7 +1611,7 @@ private:
     template <bool shared_lane>
     void count_as(lane& ln, std::int64_t w, const route_decision& d) noexcept {
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
-        detail::bump_saturating(lane_load(ln)[parity * m_n + d.partition], shared_lane);
+        detail::bump_saturating(ln.load[parity * m_n + d.partition], shared_lane);
         detail::bump(ln.window_events[parity], std::uint64_t{1}, shared_lane);
         detail::bump(ln.routed, std::uint64_t{1}, shared_lane);
         if (d.salted) {
