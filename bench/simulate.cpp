@@ -11,9 +11,11 @@
 // with seed S instead of 0: the same workload, another placement of its keys.
 // --check exits 1 unless keyroute meets the targets from the second window on: max/mean <= 1.10,
 // fan-out <= 1.5x the minimum, no cold key (< mean/10 events) split or moved, nothing salted on
-// the uniform workload, and state <= 256 KiB. --known-miss keeps the last three strict but
-// checks balance against regression bounds (max/mean <= 1.15, fan-out <= 2.0) instead of the
-// targets, which some placements miss (README, "The salting router").
+// the uniform workload, and state <= 256 KiB. --known-miss keeps the last three strict, allows
+// max/mean up to the cold-only bound where cold keys alone force more than 1.10 (no router
+// that keeps them home can do better), and checks fan-out against a regression bound of 1.9
+// instead of the target: the window where the hot set shifts misses it (README, "The salting
+// router").
 // "bound" is the largest load that keys under a tenth of the mean put on one partition, over
 // the mean: they must stay home, so no router that keeps them there gets max/mean below it.
 // --seeds K runs keyroute over hash seeds 0 to K-1 and prints, per workload, the worst and the
@@ -245,8 +247,11 @@ int main(int argc, char** argv) {
                             wl.name.c_str(), name, w, r.max_over_mean, r.cold_bound, r.fanout_ratio,
                             r.cold_violations, static_cast<unsigned long long>(r.salted), r.memory);
                 if (is_keyroute && w >= 1) {
-                    const double max_balance = known_miss ? 1.15 : 1.10;
-                    const double max_fanout = known_miss ? 2.0 : 1.5;
+                    // --known-miss: max/mean 1.10 unless the cold keys alone force more (the
+                    // router must then reach that bound), and fan-out within 1.9.
+                    const double max_balance =
+                        known_miss ? std::max(1.10, r.cold_bound + 0.001) : 1.10;
+                    const double max_fanout = known_miss ? 1.9 : 1.5;
                     const bool pass = r.max_over_mean <= max_balance &&
                                       r.fanout_ratio <= max_fanout && r.cold_violations == 0 &&
                                       (!uniform || r.salted == 0) && r.memory <= 256 * 1024;
@@ -290,8 +295,8 @@ int main(int argc, char** argv) {
         if (known_miss) {
             std::printf("%s\n", ok ? "simulate: from the second window on, no cold key moved, "
                                      "nothing salted on uniform keys, state within 256 KiB, and "
-                                     "balance within the regression bounds (max/mean 1.15, "
-                                     "fan-out 2.0; the targets are 1.10 and 1.5)"
+                                     "max/mean within 1.10 or the cold keys' own bound, "
+                                     "fan-out within 1.9 (the target is 1.5)"
                                    : "simulate: a hard target or a regression bound missed");
         } else {
             std::printf("%s\n", ok ? "simulate: every target met from the second window on"

@@ -468,7 +468,14 @@ private:
     static constexpr std::uint32_t max_sample_stride = 8;
     static constexpr std::uint32_t min_slice_width = 256;  // cells of a lane's slice of a row
     static constexpr std::uint32_t max_ordered_partitions = 16384;
+    // Room above the level the hot keys' volume fills the partitions to, as a fraction of the
+    // mean: for the rollover's plans, and for plans made in a window from its early counts.
+    // Less headroom spreads keys over more partitions (fan-out); more lets partitions run
+    // fuller (max/mean). Measured with `simulate --seeds 10` (README, "The salting router").
+    static constexpr double plan_headroom = 0.075;
     static constexpr double headroom = 0.04;
+    // The rollover's plans give no partition less than this fraction of the mean.
+    static constexpr double plan_sliver = 0.005;
 
     static constexpr std::uint64_t seq_bits = 40;
     static constexpr std::uint64_t seq_mask = (std::uint64_t{1} << seq_bits) - 1;
@@ -491,6 +498,9 @@ private:
         std::atomic<std::uint32_t> plan_first{0};
         std::atomic<std::uint64_t> admit_estimate{0};  // sketch estimate when admitted
         std::atomic<std::uint32_t> plan_pieces{0};
+        // Window (24 bits) | the key's events in it when it turned hot (40 bits): what it sent
+        // home before its runs, which the rollover's plan counts as the key's, not as base load.
+        std::atomic<std::uint64_t> hot_at{0};
         // Written every few events by each lane that routes the key.
         alignas(64) std::atomic<std::int64_t> count_window{detail::no_window};
         std::atomic<std::uint64_t> count{0};
@@ -682,13 +692,14 @@ private:
     }
 
     /// At a window's end, for the next window: (1) the partitions sorted by their *base* load,
-    /// what did not come from hot-key runs (cold keys, and candidates before they turn hot),
-    /// lowest first, and how many lie below the level the runs' volume can fill them to: keys
-    /// without a plan fill them in that order; (2) a plan for each key that was hot and needs at
-    /// any number of partitions: its share of the runs' volume, water-filled greedily into its
-    /// home first and then the partitions with the most room, in pieces of at least 2% of the
-    /// mean, so each key keeps to few partitions. Traffic is assumed to change slowly between
-    /// windows; keys that turn hot without a plan are placed by load alone.
+    /// what did not come from hot keys (cold keys, and candidates that did not turn hot),
+    /// lowest first, and how many lie below the level the hot keys' volume can fill them to:
+    /// keys without a plan fill them in that order; (2) a plan for each key that was hot: its
+    /// volume water-filled into its home first and then best fit into the partitions with the
+    /// most room, so each key keeps to few partitions. The part of a key's volume that will go
+    /// home before it turns hot again (it must earn hotness each window) is reserved at home
+    /// before any key is placed. Traffic is assumed to change slowly between windows; keys that
+    /// turn hot without a plan are planned when they do (plan_now).
     void plan_window(std::int64_t from, std::int64_t to, std::uint64_t total,
                      std::uint64_t salted) noexcept {
         const auto prev = static_cast<std::uint64_t>(from) & 1U;
@@ -702,22 +713,14 @@ private:
                 std::min<std::uint64_t>(all > runs ? all - runs : 0, 0xffffffffU));
             order[p] = p;
         }
-        std::sort(order, order + m_n,
-                  [&](std::uint32_t a, std::uint32_t b) { return base[a] < base[b]; });
-        std::atomic<std::uint32_t>* fill = m_fill.get() + next * m_n;
-        for (std::uint32_t p = 0; p < m_n; ++p) fill[p].store(order[p], std::memory_order_relaxed);
-        m_fill_low[next].store(water_count(order, base, static_cast<double>(salted)),
-                               std::memory_order_relaxed);
-        m_fill_window[next].store(to, std::memory_order_release);
-        m_plan_used[next].store(0, std::memory_order_release);
-        if (salted == 0) return;
-
-        // The keys hot in `from`, with their volume in it.
+        // The keys hot in `from`, with their volume in it. What each sent home before it turned
+        // hot is its own volume, not base load of its home: taken out of the base here.
         const double mean = static_cast<double>(total) / static_cast<double>(m_n);
         key_volume* keys = m_scratch_keys.get();
         std::uint32_t k = 0;
-        double counted_sum = 0;
-        for (std::uint32_t s = 0; s < m_slots; ++s) {
+        double runs_counted = 0;  // the keys' counts after they turned hot
+        double before_sum = 0;
+        for (std::uint32_t s = 0; s < m_slots && salted != 0; ++s) {
             const entry& e = m_entries[s];
             if (e.state.load(std::memory_order_acquire) != state_live ||
                 e.hot_window.load(std::memory_order_relaxed) != from) {
@@ -725,15 +728,45 @@ private:
             }
             const auto c = static_cast<double>(exact_count(e, from) + unflushed(s, from) +
                                                estimated_before(e, from));
-            keys[k++] = key_volume{c, s, 0.0};
-            counted_sum += c;
+            const std::uint32_t home = e.home.load(std::memory_order_relaxed);
+            double before = 0;
+            if (home < m_n) {
+                const auto cut = static_cast<std::uint32_t>(std::min<double>(
+                    std::min(c, static_cast<double>(events_before_hot(e, from))), base[home]));
+                base[home] -= cut;
+                before = cut;
+            }
+            keys[k++] = key_volume{c, s, before};
+            runs_counted += c - before;
+            before_sum += before;
         }
-        if (k == 0 || counted_sum <= 0) return;
-        // Their runs' volume.
+        std::sort(order, order + m_n,
+                  [&](std::uint32_t a, std::uint32_t b) { return base[a] < base[b]; });
+        std::atomic<std::uint32_t>* fill = m_fill.get() + next * m_n;
+        for (std::uint32_t p = 0; p < m_n; ++p) fill[p].store(order[p], std::memory_order_relaxed);
+        m_fill_low[next].store(water_count(order, base, static_cast<double>(salted) + before_sum),
+                               std::memory_order_relaxed);
+        m_fill_window[next].store(to, std::memory_order_release);
+        m_plan_used[next].store(0, std::memory_order_release);
+        if (k == 0 || runs_counted <= 0) return;
+
+        // Their volume: what they sent home before they turned hot, and their runs (the counts
+        // scaled to the runs' exact volume). How much of it will go home next window before the
+        // key turns hot again: at least as much as this window, and what the rules predict at
+        // its rate (home_before_hot), which matters after a window whose levels were unlike the
+        // next one's (a router's first window, whose threshold grows from nothing).
+        const double next_threshold = m_config.threshold != 0
+                                          ? static_cast<double>(m_config.threshold)
+                                          : std::max(static_cast<double>(m_config.min_threshold),
+                                                     m_config.auto_fraction * mean);
         double planned = 0;
         for (std::uint32_t i = 0; i < k; ++i) {
-            keys[i].volume *= static_cast<double>(salted) / counted_sum;
+            const double before = keys[i].at_home;
+            keys[i].volume =
+                before + (keys[i].volume - before) * static_cast<double>(salted) / runs_counted;
             planned += keys[i].volume;
+            keys[i].at_home = std::min(
+                keys[i].volume, std::max(before, home_before_hot(keys[i].volume, next_threshold)));
         }
         // Room below the level that the planned volume fills the base loads to.
         std::uint32_t below = water_count(order, base, planned);
@@ -741,13 +774,17 @@ private:
         for (std::uint32_t i = 0; i < below; ++i) level += static_cast<double>(base[order[i]]);
         level /= static_cast<double>(below);
         // A little headroom above the exact level lets each key fill fewer, fuller partitions.
-        level += headroom * mean;
+        level += plan_headroom * mean;
         double* room = m_scratch_room.get();
-        for (std::uint32_t p = 0; p < m_n; ++p)
-            room[p] = std::max(0.0, level - static_cast<double>(base[p]));
+        for (std::uint32_t p = 0; p < m_n; ++p) room[p] = level - static_cast<double>(base[p]);
+        for (std::uint32_t i = 0; i < k; ++i) {
+            const std::uint32_t home = m_entries[keys[i].slot].home.load(std::memory_order_relaxed);
+            if (home < m_n) room[home] -= keys[i].at_home;
+        }
+        for (std::uint32_t p = 0; p < m_n; ++p) room[p] = std::max(0.0, room[p]);
         std::sort(keys, keys + k,
                   [](const key_volume& a, const key_volume& b) { return a.volume > b.volume; });
-        const double sliver = 0.05 * mean;
+        const double sliver = plan_sliver * mean;
         plan_piece* out = m_plan.get() + next * pieces_per_window();
         std::uint32_t used = 0;
         double* vol = m_scratch_room.get() + m_n;  // one key's piece volumes
@@ -755,10 +792,12 @@ private:
         // window land there anyway, so volume kept home costs no fan-out.
         for (std::uint32_t i = 0; i < k; ++i) {
             const std::uint32_t home = m_entries[keys[i].slot].home.load(std::memory_order_relaxed);
-            keys[i].at_home = 0;
-            if (home < m_n && room[home] > sliver) {
-                keys[i].at_home = std::min(room[home], keys[i].volume);
-                room[home] -= keys[i].at_home;
+            if (home >= m_n) {
+                keys[i].at_home = 0;
+            } else if (room[home] > sliver) {
+                const double more = std::min(room[home], keys[i].volume - keys[i].at_home);
+                keys[i].at_home += more;
+                room[home] -= more;
             }
         }
         for (std::uint32_t i = 0; i < k && keys[i].volume > 0; ++i) {
@@ -915,6 +954,22 @@ private:
         e.plan_first.store(first, std::memory_order_relaxed);
         e.plan_pieces.store(pieces, std::memory_order_relaxed);
         e.plan_window.store(w, std::memory_order_release);
+    }
+
+    /// How many of its events a key with `volume` events in a window sends home before it turns
+    /// hot (each window it must earn hotness again), by the rules of refresh_levels and
+    /// confirmed_early at a steady rate: all of them at or below the threshold t; above it, in
+    /// automatic mode, about max(t / 16, min_threshold) before the sketch nominates it, then
+    /// the count c whose projection, volume * (1 - 4 / sqrt(c)), clears t (at least
+    /// 2 * min_threshold, at most t); with an absolute threshold, half of t before admission
+    /// and t after.
+    [[nodiscard]] auto home_before_hot(double volume, double t) const noexcept -> double {
+        if (volume <= t) return volume;
+        const auto floor_count = static_cast<double>(m_config.min_threshold);
+        if (m_config.threshold != 0) return std::min(volume, 1.5 * t);
+        const double gap = 1.0 - t / volume;
+        const double confirm = std::min(t, std::max(2.0 * floor_count, 16.0 / (gap * gap)));
+        return std::min(volume, std::max(t / 16.0, floor_count) + confirm);
     }
 
     /// How many of the lowest base loads (in `order`) a volume raises to a common level.
@@ -1301,6 +1356,19 @@ private:
         return sum;
     }
 
+    /// Window w's tag in the top 24 bits of a word whose low 40 bits hold a count.
+    [[nodiscard]] static constexpr auto window_tag24(std::int64_t w) noexcept -> std::uint64_t {
+        return (static_cast<std::uint64_t>(w) & 0xffffffU) << seq_bits;
+    }
+
+    /// The key's events in window w when it turned hot in w (0 if it did not): what it sent home
+    /// before its runs.
+    [[nodiscard]] static auto events_before_hot(const entry& e, std::int64_t w) noexcept
+        -> std::uint64_t {
+        const std::uint64_t word = e.hot_at.load(std::memory_order_relaxed);
+        return (word & ~seq_mask) == window_tag24(w) ? word & seq_mask : 0;
+    }
+
     /// The key's flushed exact count in window w (lanes add theirs every flush_every events).
     [[nodiscard]] static auto exact_count(const entry& e, std::int64_t w) noexcept
         -> std::uint64_t {
@@ -1385,6 +1453,10 @@ private:
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 if (seen != w &&
                     e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
+                    e.hot_at.store(
+                        window_tag24(w) |
+                            std::min<std::uint64_t>(counted + estimated_before(e, w), seq_mask),
+                        std::memory_order_relaxed);
                     if (e.plan_window.load(std::memory_order_acquire) == w) {
                         reserve_plan(e, w);
                     } else {
@@ -1666,7 +1738,7 @@ private:
     struct key_volume {
         double volume;
         std::uint32_t slot;
-        double at_home;
+        double at_home;  // in turn: sent home before hot in `from`, forecast for `to`, planned
     };
     std::unique_ptr<std::uint32_t[]> m_scratch_base;
     std::unique_ptr<std::uint32_t[]> m_scratch_order;
