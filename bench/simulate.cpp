@@ -4,9 +4,12 @@
 // key with share s), cold keys split or moved, and memory.
 //
 //   simulate [--windows N] [--events N] [--scheme static|seed|keyroute|all] [--hash-seed S]
-//            [--check] [--known-miss]
-//   simulate --seeds K [--windows N] [--events N]
+//            [--threads T] [--check] [--known-miss]
+//   simulate --seeds K [--threads T] [--windows N] [--events N]
 //
+// --threads T has T threads share keyroute's router, each routing every T-th event of a window
+// (the other schemes route in order): balance with several producer threads. Which thread
+// routes an event first then depends on timing, so such runs vary a little.
 // --hash-seed S gives the base partitioner (the static scheme, and the router's cold keys) XXH3
 // with seed S instead of 0: the same workload, another placement of its keys.
 // --check exits 1 unless keyroute meets the targets from the second window on: max/mean <= 1.10,
@@ -15,7 +18,7 @@
 // max/mean up to the cold-only bound where cold keys alone force more than 1.10 (no router
 // that keeps them home can do better), and checks fan-out against a regression bound of 1.9
 // instead of the target: the window where the hot set shifts misses it (README, "The salting
-// router").
+// router"); with --threads T > 1 it allows 0.05 more max/mean, as timing varies between runs.
 // "bound" is the largest load that keys under a tenth of the mean put on one partition, over
 // the mean: they must stay home, so no router that keeps them there gets max/mean below it.
 // --seeds K runs keyroute over hash seeds 0 to K-1 and prints, per workload, the worst and the
@@ -29,9 +32,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -61,26 +68,61 @@ using clock_type = std::chrono::system_clock;
 // The static scheme, and the router's base: XXH3 with a chosen seed (--hash-seed).
 using base_partitioner = keyroute::hash_partitioner<>;
 
-// Runs one scheme over one workload; `route(index, key, time, home&, salted&)` gives the partition.
+// One window's events: key indexes and times, generated before any scheme routes them.
+struct window_events {
+    std::vector<std::size_t> keys;
+    std::vector<clock_type::time_point> times;
+};
+
+// Where a scheme sent one window's events: a partition and whether it was salted, per event.
+struct window_routes {
+    std::vector<std::uint32_t> partition;
+    std::vector<char> salted;
+};
+
+// Routes a window's events one after another: `route(index, key, time, salted&)` gives the
+// partition.
 template <class Route>
+auto in_order(Route route) {
+    return [route](const keyroute_bench::workload& wl, const window_events& ev,
+                   window_routes& out) mutable {
+        for (std::size_t i = 0; i < ev.keys.size(); ++i) {
+            bool salted = false;
+            out.partition[i] = route(ev.keys[i], wl.keys[ev.keys[i]], ev.times[i], salted);
+            out.salted[i] = salted ? 1 : 0;
+        }
+    };
+}
+
+// Runs one scheme over one workload; `route_window(workload, events, routes&)` routes a window.
+template <class RouteWindow>
 auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
-         std::uint64_t hash_seed, Route&& route, const std::function<std::size_t()>& memory)
-    -> std::vector<window_result> {
+         std::uint64_t hash_seed, RouteWindow&& route_window,
+         const std::function<std::size_t()>& memory) -> std::vector<window_result> {
     std::vector<window_result> out;
     std::mt19937_64 rng(12345);
     const base_partitioner home_of(wl.partitions, keyroute::xxh3{hash_seed});
+    window_events ev;
+    window_routes routes;
     for (int w = 0; w < windows; ++w) {
+        ev.keys.resize(events);
+        ev.times.resize(events);
+        for (std::uint64_t i = 0; i < events; ++i) {
+            ev.keys[i] = wl.next(rng, w);
+            ev.times[i] = clock_type::time_point(std::chrono::milliseconds(
+                60000LL * (1000 + w) + static_cast<long long>(i * 60000 / events)));
+        }
+        routes.partition.assign(events, 0);
+        routes.salted.assign(events, 0);
+        route_window(wl, ev, routes);
         std::vector<std::uint64_t> load(wl.partitions, 0);
         std::unordered_map<std::size_t, key_track> keys;
         keys.reserve(1 << 20);
         std::uint64_t salted = 0;
         for (std::uint64_t i = 0; i < events; ++i) {
-            const std::size_t k = wl.next(rng, w);
-            const auto t = clock_type::time_point(std::chrono::milliseconds(
-                60000LL * (1000 + w) + static_cast<long long>(i * 60000 / events)));
-            bool was_salted = false;
-            const std::uint32_t p = route(k, wl.keys[k], t, was_salted);
-            salted += was_salted ? 1 : 0;
+            const std::size_t k = ev.keys[i];
+            const std::uint32_t p = routes.partition[i];
+            salted += routes.salted[i] != 0 ? 1 : 0;
             ++load[p];
             auto [it, fresh] = keys.try_emplace(k);
             key_track& kt = it->second;
@@ -125,22 +167,94 @@ auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
     return out;
 }
 
+// Threads that live for a whole run, as a producer's do (each keeps the router lane it claims
+// on its first route): for each window, thread j routes every threads-th event from the j-th,
+// all of them at once, and the caller waits for them.
+class window_pool {
+public:
+    explicit window_pool(unsigned threads) {
+        for (unsigned j = 0; j < threads; ++j) m_threads.emplace_back([this, j] { work(j); });
+    }
+    window_pool(const window_pool&) = delete;
+    auto operator=(const window_pool&) -> window_pool& = delete;
+    ~window_pool() {
+        {
+            const std::lock_guard<std::mutex> lock(m_mutex);
+            m_stop = true;
+        }
+        m_wake.notify_all();
+        for (auto& t : m_threads) t.join();
+    }
+    // Runs task(j, threads) on every thread j and returns when all are done.
+    void run(std::function<void(unsigned, unsigned)> task) {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_task = std::move(task);
+        m_busy = static_cast<unsigned>(m_threads.size());
+        ++m_generation;
+        m_wake.notify_all();
+        m_done.wait(lock, [this] { return m_busy == 0; });
+    }
+
+private:
+    void work(unsigned j) {
+        std::uint64_t seen = 0;
+        for (;;) {
+            std::function<void(unsigned, unsigned)> task;
+            {
+                std::unique_lock<std::mutex> lock(m_mutex);
+                m_wake.wait(lock, [&] { return m_stop || m_generation != seen; });
+                if (m_stop) return;
+                seen = m_generation;
+                task = m_task;
+            }
+            task(j, static_cast<unsigned>(m_threads.size()));
+            const std::lock_guard<std::mutex> lock(m_mutex);
+            if (--m_busy == 0) m_done.notify_one();
+        }
+    }
+
+    std::vector<std::thread> m_threads;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::condition_variable m_done;
+    std::function<void(unsigned, unsigned)> m_task;
+    std::uint64_t m_generation = 0;
+    unsigned m_busy = 0;
+    bool m_stop = false;
+};
+
+// keyroute's router in its default configuration. With threads > 1, that many threads share the
+// router (window_pool): which thread routes an event first then depends on timing, so results
+// vary a little between runs.
 auto run_keyroute(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
-                  std::uint64_t hash_seed) -> std::vector<window_result> {
+                  std::uint64_t hash_seed, unsigned threads) -> std::vector<window_result> {
     keyroute::salting_config c;
     c.partitions = wl.partitions;
     c.producer_id = 1;
     c.seed = 7;
     keyroute::salting_router<base_partitioner> router(
         c, base_partitioner(wl.partitions, keyroute::xxh3{hash_seed}));
+    const auto route_one = [&](std::size_t, const std::string& key, clock_type::time_point t,
+                               bool& salted) {
+        const auto d = router.decide(key, t);
+        salted = d.salted;
+        return d.partition;
+    };
+    const auto memory = [&] { return router.memory_bytes(); };
+    if (threads <= 1) return run(wl, windows, events, hash_seed, in_order(route_one), memory);
+    window_pool pool(threads);
     return run(
         wl, windows, events, hash_seed,
-        [&](std::size_t, const std::string& key, clock_type::time_point t, bool& salted) {
-            const auto d = router.decide(key, t);
-            salted = d.salted;
-            return d.partition;
+        [&](const keyroute_bench::workload& w, const window_events& ev, window_routes& out) {
+            pool.run([&](unsigned j, unsigned n) {
+                for (std::size_t i = j; i < ev.keys.size(); i += n) {
+                    const auto d = router.decide(w.keys[ev.keys[i]], ev.times[i]);
+                    out.partition[i] = d.partition;
+                    out.salted[i] = d.salted ? 1 : 0;
+                }
+            });
         },
-        [&] { return router.memory_bytes(); });
+        memory);
 }
 
 auto median(std::vector<double> v) -> double {
@@ -149,9 +263,11 @@ auto median(std::vector<double> v) -> double {
 }
 
 // --seeds: the spread of keyroute's balance over placements of the same workload.
-void seed_summary(int windows, std::uint64_t events, std::uint64_t seeds) {
-    std::printf("keyroute over %llu hash seeds, windows 1 to %d, each seed's worst window\n\n",
+void seed_summary(int windows, std::uint64_t events, std::uint64_t seeds, unsigned threads) {
+    std::printf("keyroute over %llu hash seeds, windows 1 to %d, each seed's worst window",
                 static_cast<unsigned long long>(seeds), windows - 1);
+    if (threads > 1) std::printf(", %u threads sharing the router", threads);
+    std::printf("\n\n");
     std::printf(
         "| workload | max/mean worst | max/mean median | <= 1.10 | cold-only bound worst | "
         "seeds where the bound > 1.10 | fan-out worst | fan-out median | <= 1.5 | cold moved "
@@ -165,7 +281,7 @@ void seed_summary(int windows, std::uint64_t events, std::uint64_t seeds) {
         std::size_t fanout_ok = 0;
         std::size_t cold = 0;
         for (std::uint64_t s = 0; s < seeds; ++s) {
-            const auto rs = run_keyroute(wl, windows, events, s);
+            const auto rs = run_keyroute(wl, windows, events, s, threads);
             double b = 0;
             double f = 0;
             double c = 0;
@@ -202,6 +318,7 @@ int main(int argc, char** argv) {
     bool known_miss = false;
     std::uint64_t hash_seed = 0;
     std::uint64_t seeds = 0;
+    unsigned threads = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--windows" && i + 1 < argc) {
@@ -218,20 +335,24 @@ int main(int argc, char** argv) {
             seeds = std::strtoull(argv[++i], nullptr, 10);
         } else if (a == "--known-miss") {
             known_miss = true;
+        } else if (a == "--threads" && i + 1 < argc) {
+            threads = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
         } else {
             std::fprintf(stderr,
                          "usage: simulate [--windows N] [--events N] [--scheme "
-                         "static|seed|keyroute|all] [--hash-seed S] [--check] [--known-miss]\n"
-                         "       simulate --seeds K [--windows N] [--events N]\n");
+                         "static|seed|keyroute|all] [--hash-seed S] [--threads T] [--check] "
+                         "[--known-miss]\n"
+                         "       simulate --seeds K [--threads T] [--windows N] [--events N]\n");
             return 2;
         }
     }
-    if (windows < 2 || events < 1000) {
-        std::fprintf(stderr, "simulate: need --windows >= 2 and --events >= 1000\n");
+    if (windows < 2 || events < 1000 || threads < 1 || threads > 64) {
+        std::fprintf(stderr,
+                     "simulate: need --windows >= 2, --events >= 1000 and --threads in [1, 64]\n");
         return 2;
     }
     if (seeds > 0) {
-        seed_summary(windows, events, seeds);
+        seed_summary(windows, events, seeds, threads);
         return 0;
     }
     bool ok = true;
@@ -248,9 +369,11 @@ int main(int argc, char** argv) {
                             r.cold_violations, static_cast<unsigned long long>(r.salted), r.memory);
                 if (is_keyroute && w >= 1) {
                     // --known-miss: max/mean 1.10 unless the cold keys alone force more (the
-                    // router must then reach that bound), and fan-out within 1.9.
+                    // router must then reach that bound), and fan-out within 1.9. With several
+                    // threads, 0.05 more: which thread routes an event first varies by run.
+                    const double slack = known_miss && threads > 1 ? 0.05 : 0.0;
                     const double max_balance =
-                        known_miss ? std::max(1.10, r.cold_bound + 0.001) : 1.10;
+                        known_miss ? std::max(1.10, r.cold_bound + 0.001) + slack : 1.10;
                     const double max_fanout = known_miss ? 1.9 : 1.5;
                     const bool pass = r.max_over_mean <= max_balance &&
                                       r.fanout_ratio <= max_fanout && r.cold_violations == 0 &&
@@ -265,11 +388,9 @@ int main(int argc, char** argv) {
         if (scheme == "all" || scheme == "static") {
             const base_partitioner p(wl.partitions, keyroute::xxh3{hash_seed});
             report("static",
-                   run(
-                       wl, windows, events, hash_seed,
-                       [&](std::size_t, const std::string& key, clock_type::time_point, bool&) {
-                           return p.route(key);
-                       },
+                   run(wl, windows, events, hash_seed,
+                       in_order([&](std::size_t, const std::string& key, clock_type::time_point,
+                                    bool&) { return p.route(key); }),
                        [] { return std::size_t{0}; }),
                    false);
         }
@@ -277,18 +398,18 @@ int main(int argc, char** argv) {
             // The seed's absolute threshold, set to a tenth of the per-partition mean per minute.
             keyroute_bench::seed_router seed(wl.partitions, events / wl.partitions / 10);
             report("seed",
-                   run(
-                       wl, windows, events, hash_seed,
-                       [&](std::size_t, const std::string& key, clock_type::time_point t, bool&) {
+                   run(wl, windows, events, hash_seed,
+                       in_order([&](std::size_t, const std::string& key, clock_type::time_point t,
+                                    bool&) {
                            return seed.route(key, std::chrono::duration_cast<std::chrono::seconds>(
                                                       t.time_since_epoch())
                                                       .count());
-                       },
+                       }),
                        [&] { return seed.tracker_size() * (sizeof(std::string) + 32); }),
                    false);
         }
         if (scheme == "all" || scheme == "keyroute") {
-            report("keyroute", run_keyroute(wl, windows, events, hash_seed), true);
+            report("keyroute", run_keyroute(wl, windows, events, hash_seed, threads), true);
         }
     }
     if (check) {

@@ -655,15 +655,25 @@ private:
     }
 
     /// Moves the router's window forward to `ew` and returns the window the event counts in.
+    /// One thread at a time moves it: that thread plans the next window, then publishes it, so
+    /// no lane routes in a window whose plan, run counters and reservations are still being
+    /// reset. Events of the next window that other threads route meanwhile count in the current
+    /// one, as late events (they do not wait: the route path takes no lock).
     auto enter_window(std::int64_t ew) noexcept -> std::int64_t {
         std::int64_t current = m_window.load(std::memory_order_acquire);
-        for (;;) {
-            if (ew <= current) return current;
-            if (m_window.compare_exchange_weak(current, ew, std::memory_order_acq_rel)) {
-                rollover(current, ew);
-                return ew;
-            }
+        if (ew <= current) return current;
+        bool busy = false;
+        if (!m_rolling.compare_exchange_strong(busy, true, std::memory_order_acquire)) {
+            return current;
         }
+        current = m_window.load(std::memory_order_acquire);
+        if (ew > current) {
+            rollover(current, ew);
+            m_window.store(ew, std::memory_order_release);
+            current = ew;
+        }
+        m_rolling.store(false, std::memory_order_release);
+        return current;
     }
 
     void rollover(std::int64_t from, std::int64_t to) noexcept {
@@ -1117,8 +1127,11 @@ private:
         // While several lanes route in the window, each counts its own events in its own slice of
         // the sketch, with the weight of `active` lanes (a lane sees about 1 / active of a key's
         // events): the sketch was the one memory all threads wrote on the route path. A slice
-        // holds 1 / slices of a row, so its background, in weighted counts, is `slices` times
-        // the whole row's. A key that one thread routes more than the others is overestimated
+        // holds 1 / slices of a row, so its average cell, in weighted counts, is `slices` times
+        // the whole row's; the floor stays 4 times the whole row's average (2 times a slice's
+        // with two lanes), which still leaves uniform keys untracked: scaled with the slices,
+        // it kept keys under a quarter of the mean from ever being tracked with two lanes on
+        // 64 partitions. A key that one thread routes more than the others is overestimated
         // in that thread's slice (nominated earlier; the exact count still gates hotness). In
         // the window where a second lane starts, the slices still hold the whole rows' counts:
         // more nominations, for the rest of that window. One lane uses the whole rows.
@@ -1128,7 +1141,7 @@ private:
         if (active > 1) {
             while (slices < active && width / (2 * slices) >= min_slice_width) slices *= 2;
         }
-        const std::uint64_t background = 4 * total * slices / width;
+        const std::uint64_t background = 4 * total / width;
         std::uint64_t admit_level = (t + 1) / 2;
         double scale = 0;
         auto bar = static_cast<double>(t);
@@ -1176,6 +1189,25 @@ private:
         if (scale <= 0 || count < 2 * m_config.min_threshold) return false;
         const auto c = static_cast<double>(count);
         return c * scale * (1.0 - 4.0 / std::sqrt(c)) >= lv.bar.load(std::memory_order_relaxed);
+    }
+
+    /// The check of the lane's cached levels (threshold, confirmed_early) redone with the
+    /// window's totals now, before a key turns hot. The cache is refreshed every levels_every of
+    /// the lane's own events, and meanwhile other lanes may route many more: a projection scaled
+    /// from a total several times too small (a lane that started the window alone) would call
+    /// a key hot that ends it cold. Only runs when the cached check passes.
+    [[nodiscard]] auto hot_now(std::uint64_t count, std::int64_t w, const moment& at) const noexcept
+        -> bool {
+        const std::uint64_t t = threshold(w);
+        if (count > t) return true;
+        const std::uint64_t total = window_total(w);
+        if (m_config.threshold != 0 || total == 0 || count < 2 * m_config.min_threshold)
+            return false;
+        const double expected = expected_total(w, total, at.fraction());
+        const double bar =
+            std::max(static_cast<double>(t), m_config.auto_fraction * expected / m_n);
+        const auto c = static_cast<double>(count);
+        return c * (expected / static_cast<double>(total)) * (1.0 - 4.0 / std::sqrt(c)) >= bar;
     }
 
     /// Whether this untracked event updates the sketch, and with what weight (0: it does not).
@@ -1447,8 +1479,9 @@ private:
         }
 
         if (!hot) {
-            if (counted > lv.threshold.load(std::memory_order_relaxed) ||
-                confirmed_early(counted, lv)) {
+            if ((counted > lv.threshold.load(std::memory_order_relaxed) ||
+                 confirmed_early(counted, lv)) &&
+                hot_now(counted, w, at)) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 if (seen != w &&
@@ -1529,8 +1562,7 @@ private:
         if (e.plan_window.load(std::memory_order_acquire) == w) {
             const std::uint32_t p = planned(ln, e, w);
             if (p != no_slot) {
-                start_run(ss, p, w);
-                return p;
+                return start_run(ln, ss, p, w);
             }
         }
         // Fan-out follows volume. Hot keys fill the room cold keys leave on the `low` partitions
@@ -1587,14 +1619,33 @@ private:
         }
         if (best_load == std::numeric_limits<std::uint64_t>::max())
             best = least_loaded_available(w, home);
-        start_run(ss, best, w);
-        return best;
+        return start_run(ln, ss, best, w);
     }
 
-    void start_run(slot_state& ss, std::uint32_t p, std::int64_t w) noexcept {
+    /// Starts a run of the key on partition p with this event and returns where the event goes:
+    /// p, or, on the shared lane, the run another thread started since this one found none (the
+    /// event joins it, so that two threads do not both count a run of which only one is kept).
+    auto start_run(const lane& ln, slot_state& ss, std::uint32_t p, std::int64_t w) noexcept
+        -> std::uint32_t {
         const auto tag = static_cast<std::uint64_t>(w) & 0xffU;
-        ss.run_word.store((std::uint64_t{p} << 32U) | (tag << 24U) | (m_config.run_length - 1U),
-                          std::memory_order_relaxed);
+        const std::uint64_t word =
+            (std::uint64_t{p} << 32U) | (tag << 24U) | (m_config.run_length - 1U);
+        if (!ln.shared) {
+            ss.run_word.store(word, std::memory_order_relaxed);
+        } else {
+            std::uint64_t run = ss.run_word.load(std::memory_order_relaxed);
+            for (;;) {
+                const auto part = static_cast<std::uint32_t>(run >> 32U);
+                if ((run & 0xffffffU) != 0 && ((run >> 24U) & 0xffU) == tag && part < m_n &&
+                    m_down[part].load(std::memory_order_relaxed) == 0) {
+                    if (ss.run_word.compare_exchange_weak(run, run - 1, std::memory_order_relaxed))
+                        return part;
+                } else if (ss.run_word.compare_exchange_weak(run, word,
+                                                             std::memory_order_relaxed)) {
+                    break;
+                }
+            }
+        }
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         std::atomic<std::uint32_t>& runs = m_run_load[parity * m_n + p];
         std::uint32_t old = runs.load(std::memory_order_relaxed);
@@ -1602,6 +1653,7 @@ private:
             old, old > 0xffffffffU - m_config.run_length ? 0xffffffffU : old + m_config.run_length,
             std::memory_order_relaxed)) {
         }
+        return p;
     }
 
     /// A planned key's next run: the least-loaded available partition among its plan's pieces
@@ -1748,6 +1800,7 @@ private:
     std::atomic<std::int64_t> m_fill_window[2] = {detail::no_window, detail::no_window};
     // Read on every event, written once a window.
     alignas(64) std::atomic<std::int64_t> m_window{detail::no_window};
+    std::atomic<bool> m_rolling{false};  // a thread is moving m_window (enter_window)
     std::atomic<std::int64_t> m_prev_window{detail::no_window};
     std::atomic<std::uint64_t> m_prev_total{0};
     std::atomic<std::uint64_t> m_prev_salted{0};
