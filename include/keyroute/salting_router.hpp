@@ -469,9 +469,10 @@ private:
     static constexpr std::uint32_t min_slice_width = 256;  // cells of a lane's slice of a row
     static constexpr std::uint32_t max_ordered_partitions = 16384;
     // Room above the level the hot keys' volume fills the partitions to, as a fraction of the
-    // mean: for the rollover's plans, and for plans made in a window from its early counts.
-    // Less headroom spreads keys over more partitions (fan-out); more lets partitions run
-    // fuller (max/mean). Measured with `simulate --seeds 10` (README, "The salting router").
+    // mean: plan_headroom for the rollover's plans, headroom for plans made inside a window from
+    // its early counts (plan_now). Less headroom spreads keys over more partitions (fan-out);
+    // more lets partitions run fuller (max/mean). Chosen with `simulate --seeds 10` (README,
+    // "The salting router").
     static constexpr double plan_headroom = 0.075;
     static constexpr double headroom = 0.04;
     // The rollover's plans give no partition less than this fraction of the mean.
