@@ -747,7 +747,7 @@ private:
                 base[home] -= cut;
                 before = cut;
             }
-            keys[k++] = key_volume{c, s, before};
+            keys[k++] = key_volume{c, s, home, before};
             runs_counted += c - before;
             before_sum += before;
         }
@@ -789,8 +789,7 @@ private:
         double* room = m_scratch_room.get();
         for (std::uint32_t p = 0; p < m_n; ++p) room[p] = level - static_cast<double>(base[p]);
         for (std::uint32_t i = 0; i < k; ++i) {
-            const std::uint32_t home = m_entries[keys[i].slot].home.load(std::memory_order_relaxed);
-            if (home < m_n) room[home] -= keys[i].at_home;
+            if (keys[i].home < m_n) room[keys[i].home] -= keys[i].at_home;
         }
         for (std::uint32_t p = 0; p < m_n; ++p) room[p] = std::max(0.0, room[p]);
         std::sort(keys, keys + k,
@@ -802,7 +801,7 @@ private:
         // Home first, for every key before any key goes elsewhere: the key's first events of a
         // window land there anyway, so volume kept home costs no fan-out.
         for (std::uint32_t i = 0; i < k; ++i) {
-            const std::uint32_t home = m_entries[keys[i].slot].home.load(std::memory_order_relaxed);
+            const std::uint32_t home = keys[i].home;
             if (home >= m_n) {
                 keys[i].at_home = 0;
             } else if (room[home] > sliver) {
@@ -818,7 +817,7 @@ private:
             std::uint32_t pieces = 0;
             const std::uint32_t limit = std::min<std::uint32_t>(m_n, plan_capacity() - used);
             if (limit == 0) break;
-            const std::uint32_t home = e.home.load(std::memory_order_relaxed);
+            const std::uint32_t home = keys[i].home;
             if (keys[i].at_home > 0) {
                 out[first + pieces].partition.store(home, std::memory_order_relaxed);
                 vol[pieces++] = keys[i].at_home;
@@ -1144,17 +1143,13 @@ private:
         }
         const std::uint64_t background = 4 * total / width;
         std::uint64_t admit_level = (t + 1) / 2;
-        double scale = 0;
-        auto bar = static_cast<double>(t);
-        if (m_config.threshold == 0 && total != 0) {
-            const double expected = expected_total(w, total, frac);
-            scale = expected / static_cast<double>(total);
-            // In a first window the threshold so far follows the events so far; use the window's.
-            bar = std::max(bar, m_config.auto_fraction * expected / static_cast<double>(m_n));
+        const projection pr = project(w, total, frac, t);
+        if (pr.scale > 0) {
             const double early = static_cast<double>(
                 std::max<std::uint64_t>(t / early_divisor, m_config.min_threshold));
-            admit_level = std::min(
-                admit_level, static_cast<std::uint64_t>(std::max(early, std::ceil(bar / scale))));
+            admit_level =
+                std::min(admit_level,
+                         static_cast<std::uint64_t>(std::max(early, std::ceil(pr.bar / pr.scale))));
         }
         const std::uint64_t admit = std::max<std::uint64_t>(std::max(admit_level, background), 2);
         lv.admit.store(admit, std::memory_order_relaxed);
@@ -1172,8 +1167,8 @@ private:
         lv.slice_base.store((ln.index & (slices - 1U)) * slice_width, std::memory_order_relaxed);
         lv.slice_mask.store(slice_width - 1U, std::memory_order_relaxed);
         lv.threshold.store(t, std::memory_order_relaxed);
-        lv.scale.store(scale, std::memory_order_relaxed);
-        lv.bar.store(bar, std::memory_order_relaxed);
+        lv.scale.store(pr.scale, std::memory_order_relaxed);
+        lv.bar.store(pr.bar, std::memory_order_relaxed);
         lv.until.store(seen + levels_every, std::memory_order_relaxed);
         lv.window.store(w, std::memory_order_relaxed);
     }
@@ -1186,10 +1181,36 @@ private:
     /// events instead of a threshold's worth.
     [[nodiscard]] auto confirmed_early(std::uint64_t count, const levels& lv) const noexcept
         -> bool {
-        const double scale = lv.scale.load(std::memory_order_relaxed);
+        return projects_above(count, lv.scale.load(std::memory_order_relaxed),
+                              lv.bar.load(std::memory_order_relaxed));
+    }
+
+    /// Automatic mode: the factor from a window's events so far to its expected volume (0: no
+    /// projection, with an absolute threshold or no events yet), and the level projections are
+    /// held to: the threshold t, or in a first window, where the threshold so far follows the
+    /// events so far, the one the expected volume gives.
+    struct projection {
+        double scale;
+        double bar;
+    };
+    [[nodiscard]] auto project(std::int64_t w, std::uint64_t total, double frac,
+                               std::uint64_t t) const noexcept -> projection {
+        projection pr{0.0, static_cast<double>(t)};
+        if (m_config.threshold == 0 && total != 0) {
+            const double expected = expected_total(w, total, frac);
+            pr.scale = expected / static_cast<double>(total);
+            pr.bar = std::max(pr.bar, m_config.auto_fraction * expected / static_cast<double>(m_n));
+        }
+        return pr;
+    }
+
+    /// confirmed_early's test: `count` scaled to the window, less 4 standard deviations, clears
+    /// `bar`.
+    [[nodiscard]] auto projects_above(std::uint64_t count, double scale, double bar) const noexcept
+        -> bool {
         if (scale <= 0 || count < 2 * m_config.min_threshold) return false;
         const auto c = static_cast<double>(count);
-        return c * scale * (1.0 - 4.0 / std::sqrt(c)) >= lv.bar.load(std::memory_order_relaxed);
+        return c * scale * (1.0 - 4.0 / std::sqrt(c)) >= bar;
     }
 
     /// The check of the lane's cached levels (threshold, confirmed_early) redone with the
@@ -1201,14 +1222,8 @@ private:
         -> bool {
         const std::uint64_t t = threshold(w);
         if (count > t) return true;
-        const std::uint64_t total = window_total(w);
-        if (m_config.threshold != 0 || total == 0 || count < 2 * m_config.min_threshold)
-            return false;
-        const double expected = expected_total(w, total, at.fraction());
-        const double bar =
-            std::max(static_cast<double>(t), m_config.auto_fraction * expected / m_n);
-        const auto c = static_cast<double>(count);
-        return c * (expected / static_cast<double>(total)) * (1.0 - 4.0 / std::sqrt(c)) >= bar;
+        const projection pr = project(w, window_total(w), at.fraction(), t);
+        return projects_above(count, pr.scale, pr.bar);
     }
 
     /// Whether this untracked event updates the sketch, and with what weight (0: it does not).
@@ -1389,9 +1404,9 @@ private:
         return sum;
     }
 
-    /// Window w's tag in the top 24 bits of a word whose low 40 bits hold a count.
-    [[nodiscard]] static constexpr auto window_tag24(std::int64_t w) noexcept -> std::uint64_t {
-        return (static_cast<std::uint64_t>(w) & 0xffffffU) << seq_bits;
+    /// A tag (an episode, a window) in the top 24 bits of a word whose low 40 bits count.
+    [[nodiscard]] static constexpr auto tag24(std::uint64_t v) noexcept -> std::uint64_t {
+        return (v & 0xffffffU) << seq_bits;
     }
 
     /// The key's events in window w when it turned hot in w (0 if it did not): what it sent home
@@ -1399,7 +1414,7 @@ private:
     [[nodiscard]] static auto events_before_hot(const entry& e, std::int64_t w) noexcept
         -> std::uint64_t {
         const std::uint64_t word = e.hot_at.load(std::memory_order_relaxed);
-        return (word & ~seq_mask) == window_tag24(w) ? word & seq_mask : 0;
+        return (word & ~seq_mask) == tag24(static_cast<std::uint64_t>(w)) ? word & seq_mask : 0;
     }
 
     /// The key's flushed exact count in window w (lanes add theirs every flush_every events).
@@ -1437,7 +1452,7 @@ private:
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{ln.index} * m_slots + slot];
         const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
-        const std::uint64_t episode_tag = (episode & 0xffffffU) << seq_bits;
+        const std::uint64_t episode_tag = tag24(episode);
         if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
             // The lane's first event of this episode (the slot may have held another key): it
             // starts from nothing pending and no run.
@@ -1488,7 +1503,7 @@ private:
                 if (seen != w &&
                     e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
                     e.hot_at.store(
-                        window_tag24(w) |
+                        tag24(static_cast<std::uint64_t>(w)) |
                             std::min<std::uint64_t>(counted + estimated_before(e, w), seq_mask),
                         std::memory_order_relaxed);
                     if (e.plan_window.load(std::memory_order_acquire) == w) {
@@ -1542,9 +1557,8 @@ private:
         -> std::uint32_t {
         const auto tag = static_cast<std::uint64_t>(w) & 0xffU;
         std::uint64_t run = ss.run_word.load(std::memory_order_relaxed);
-        while ((run & 0xffffffU) != 0 && ((run >> 24U) & 0xffU) == tag) {
+        while (run_goes_on(run, tag)) {
             const auto part = static_cast<std::uint32_t>(run >> 32U);
-            if (part >= m_n || m_down[part].load(std::memory_order_relaxed) != 0) break;
             if (!ln.shared) {
                 ss.run_word.store(run - 1, std::memory_order_relaxed);
                 return part;
@@ -1553,6 +1567,14 @@ private:
                 return part;
         }
         return no_slot;
+    }
+
+    /// Whether a run word, partition (32 bits) | window tag (8) | events left (24), has events
+    /// left in the window tagged `tag` on an available partition.
+    [[nodiscard]] auto run_goes_on(std::uint64_t run, std::uint64_t tag) const noexcept -> bool {
+        if ((run & 0xffffffU) == 0 || ((run >> 24U) & 0xffU) != tag) return false;
+        const auto part = static_cast<std::uint32_t>(run >> 32U);
+        return part < m_n && m_down[part].load(std::memory_order_relaxed) == 0;
     }
 
     /// Where a hot key's next run goes (continue_run found none): the least-loaded available
@@ -1636,11 +1658,9 @@ private:
         } else {
             std::uint64_t run = ss.run_word.load(std::memory_order_relaxed);
             for (;;) {
-                const auto part = static_cast<std::uint32_t>(run >> 32U);
-                if ((run & 0xffffffU) != 0 && ((run >> 24U) & 0xffU) == tag && part < m_n &&
-                    m_down[part].load(std::memory_order_relaxed) == 0) {
+                if (run_goes_on(run, tag)) {
                     if (ss.run_word.compare_exchange_weak(run, run - 1, std::memory_order_relaxed))
-                        return part;
+                        return static_cast<std::uint32_t>(run >> 32U);
                 } else if (ss.run_word.compare_exchange_weak(run, word,
                                                              std::memory_order_relaxed)) {
                     break;
@@ -1791,7 +1811,8 @@ private:
     struct key_volume {
         double volume;
         std::uint32_t slot;
-        double at_home;  // in turn: sent home before hot in `from`, forecast for `to`, planned
+        std::uint32_t home;  // the entry's, or >= m_n
+        double at_home;      // in turn: sent home before hot in `from`, forecast for `to`, planned
     };
     std::unique_ptr<std::uint32_t[]> m_scratch_base;
     std::unique_ptr<std::uint32_t[]> m_scratch_order;
