@@ -10,12 +10,13 @@
 /// 2. Its home partition is `Partitioner::route(key)`. A key that is not tracked goes home.
 /// 3. Every untracked key is counted in a Count-Min sketch (2 rows, conservative update, cells
 ///    tagged with their window so nothing needs clearing), hashed with a per-instance secret seed
-///    so nobody can craft keys that collide with a victim's cells. While several threads route
-///    in the same window, each lane counts its own events in its own slice of the sketch's rows,
-///    with the weight of the active lanes, and samples them: about one untracked event in
-///    `stride` (2 to 8, as the admission level allows) adds `stride` times that weight. The
-///    sketch was the only memory every thread wrote on the route path. One thread counts every
-///    event in the whole rows.
+///    so nobody can craft keys that collide with a victim's cells. Once the admission level
+///    allows it, the sketch is sampled: about one untracked event in `stride` (2 to 4 for one
+///    thread, 2 to 8 for several, as the admission level allows) adds `stride` times its weight,
+///    which spares most cold events the two sketch cells. While several threads route in the
+///    same window, each lane counts its own events in its own slice of the sketch's rows, with
+///    the weight of the active lanes: the sketch was the only memory every thread wrote on the
+///    route path. One thread counts in the whole rows.
 /// 4. A key whose estimate reaches half the hot threshold becomes a *candidate*: it takes a slot
 ///    in a small table of tracked keys and is counted exactly from then on. Its events still go
 ///    home, but carry ordering stamps.
@@ -116,9 +117,9 @@ struct salting_stats {
     std::uint64_t salted = 0;              ///< of which placed by the hot-key logic
     std::uint64_t stamped = 0;             ///< of which carried a stamp
     std::uint64_t admissions_refused = 0;  ///< candidates not tracked: the table was full
-    /// Untracked events that did not update the hot-key sketch because it was sampled: none
-    /// while one thread routes, all but about one in `stride` (2 to 8) while several do (see the
-    /// file comment, step 3).
+    /// Untracked events that did not update the hot-key sketch because it was sampled: all but
+    /// about one in `stride` (up to 4 while one thread routes, 8 while several do) once the
+    /// admission level allows it (see the file comment, step 3).
     std::uint64_t sketch_skipped = 0;
     std::vector<std::uint64_t> partition_load;  ///< events per partition, current window
     std::vector<hot_key_info> hot_keys;         ///< tracked keys, hottest first
@@ -147,6 +148,15 @@ constexpr auto mix64(std::uint64_t x) noexcept -> std::uint64_t {
     x *= 0x94d049bb133111ebULL;
     x ^= x >> 31U;
     return x;
+}
+
+/// The 128-bit product of a and b, its halves xored: the fold XXH3 mixes short inputs with
+/// (xxhash.h, XXH3_mul128_fold64). With a secret odd b it spreads every bit of a over both
+/// halves of the result in three instructions.
+inline auto mul_fold64(std::uint64_t a, std::uint64_t b) noexcept -> std::uint64_t {
+    __extension__ using u128 = unsigned __int128;
+    const u128 p = static_cast<u128>(a) * b;
+    return static_cast<std::uint64_t>(p) ^ static_cast<std::uint64_t>(p >> 64U);
 }
 
 constexpr auto gcd32(std::uint32_t a, std::uint32_t b) noexcept -> std::uint32_t {
@@ -200,7 +210,7 @@ public:
         m_producer = config.producer_id != 0 ? config.producer_id : detail::random_u64();
         m_sketch_hash = xxh3{config.seed != 0 ? config.seed : detail::random_u64()};
         m_secret = detail::mix64(m_sketch_hash.seed ^ 0x243f6a8885a308d3ULL);
-        m_secret_out = detail::mix64(m_secret);
+        m_secret_out = detail::mix64(m_secret) | 1U;
         const std::size_t width = sketch_width(m_n);
         m_sketch_mask = static_cast<std::uint32_t>(width - 1);
         m_sketch = std::make_unique<std::atomic<std::uint32_t>[]>(2 * width);
@@ -373,62 +383,6 @@ public:
     }
 
 private:
-    /// decide(key, now)'s body, inlined into decide(key, now) and route(key, now): route() then
-    /// keeps the decision in registers (13 to 20 fewer instructions per event, callgrind).
-    [[gnu::always_inline]] auto decide_at(std::string_view key, time_point now) noexcept
-        -> route_decision {
-        lane& ln = my_lane();
-        // The event's window, from the lane's cache of its current window's bounds (no division
-        // unless the window changed), and how far into it the event is: late events count as at
-        // its end.
-        const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
-        std::int64_t event_window = ln.win_index.load(std::memory_order_relaxed);
-        if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
-            ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
-            event_window = window_of(now).first;
-            cache_window(ln, event_window);
-        }
-        const std::int64_t w = enter_window(event_window);
-        // How far into the window the event is costs a division: computed only when needed.
-        const moment at{&ln, ticks, event_window != w};
-        observe(ln, w);
-        route_decision d;
-        std::uint64_t h = 0;
-        if constexpr (reuses_base_hash) {
-            // The base partitioner hashes to 64 bits: key the tracking hash on it with the secret
-            // instead of hashing the key twice. Only keys whose full 64-bit base hashes collide
-            // (crafted at about 2^32 work) share the tracking hash, and they share a partition.
-            const auto base_hash = m_base.hash(key);
-            d.home = m_base.reduce(base_hash);
-            h = detail::mix64(base_hash ^ m_secret) ^ m_secret_out;
-        } else {
-            d.home = m_base.route(key);
-            h = m_sketch_hash(key);
-        }
-        d.partition = d.home;
-        const std::uint64_t fp = h | 1U;
-        const levels& lv = levels_of(ln, w, at);
-        std::uint32_t slot = find(fp);
-        if (slot == no_slot || !live(m_entries[slot], w)) {
-            const std::uint32_t weight = sampled(ln, lv);
-            if (weight != 0) {
-                const std::uint32_t estimate = sketch_add(h, w, weight, lv);
-                slot = estimate >= lv.admit.load(std::memory_order_relaxed)
-                           ? admit(ln, key, fp, d.home, w, estimate, slot)
-                           : no_slot;
-            } else {
-                slot = no_slot;
-            }
-        }
-        if (slot != no_slot) {
-            tracked(ln, slot, fp, w, at, lv, d);
-        } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
-            d.partition = failover(d.home, fp);
-        }
-        count(ln, w, d);
-        return d;
-    }
-
     template <class P, class = void>
     struct has_wide_hash : std::false_type {};
     template <class P>
@@ -466,6 +420,10 @@ private:
     static constexpr std::uint64_t early_divisor = 16;
     static constexpr std::uint64_t levels_every = 256;
     static constexpr std::uint32_t max_sample_stride = 8;
+    // One lane alone samples at most one event in 4: at 8 the window where the hot set shifts
+    // came out worse (simulate --seeds 20: 12 of 20 placements within 1.10 max/mean, against 15
+    // unsampled and at 4), for 5 fewer instructions per route than at 4.
+    static constexpr std::uint32_t max_sample_stride_one_lane = 4;
     static constexpr std::uint32_t min_slice_width = 256;  // cells of a lane's slice of a row
     static constexpr std::uint32_t max_ordered_partitions = 16384;
     // Room above the level the hot keys' volume fills the partitions to, as a fraction of the
@@ -1153,14 +1111,13 @@ private:
         }
         const std::uint64_t admit = std::max<std::uint64_t>(std::max(admit_level, background), 2);
         lv.admit.store(admit, std::memory_order_relaxed);
-        // The sketch is also sampled while more than one lane routes in the window (see
-        // sampled()), at a stride that keeps the noise of a weight of stride * active lanes,
-        // sqrt(stride * active * admit), under a tenth of the admission level.
+        // The sketch is sampled (see sampled()) at a stride that keeps the noise of a weight of
+        // stride * active lanes, sqrt(stride * active * admit), under a tenth of the admission
+        // level.
         std::uint32_t stride = 1;
-        if (active > 1) {
-            while (stride < max_sample_stride && std::uint64_t{200} * stride * active <= admit)
-                stride *= 2;
-        }
+        const std::uint32_t max_stride =
+            active > 1 ? max_sample_stride : max_sample_stride_one_lane;
+        while (stride < max_stride && std::uint64_t{200} * stride * active <= admit) stride *= 2;
         lv.sample_stride.store(stride, std::memory_order_relaxed);
         lv.sample_weight.store(stride * active, std::memory_order_relaxed);
         const std::uint32_t slice_width = width / slices;
@@ -1227,9 +1184,9 @@ private:
     }
 
     /// Whether this untracked event updates the sketch, and with what weight (0: it does not).
-    /// One lane routing: every event counts, with weight 1. Several: while the admission level
-    /// is low every event counts with the weight of the active lanes (each counts in its own
-    /// slice, see refresh_levels); above it, one event in `sample_stride` on average counts with
+    /// While the admission level is low every event counts, with the weight of the active lanes
+    /// (1 for one lane; with several each counts in its own slice, see refresh_levels); above
+    /// it, one event in `sample_stride` on average counts with
     /// `sample_stride` times that weight, at gaps drawn at random from
     /// [1, 2 * stride - 1] so that no periodic pattern of keys can hide from the sample. The
     /// estimates keep their expectation (but for the one gap per lane that straddles a change of
@@ -1741,6 +1698,93 @@ private:
             }
         }
         return best;
+    }
+
+    /// decide(key, now)'s body, inlined into decide(key, now) and route(key, now): route() then
+    /// keeps the decision in registers (13 to 20 fewer instructions per event, callgrind).
+    /// The common case, an event in the window the lane has cached, which is the router's
+    /// current one, with the lane's levels fresh for it (so the lane has observed it: levels are
+    /// only refreshed after observe), is tested first with five compares; anything else (a new
+    /// or late window, levels due for a refresh every levels_every events) takes decide_anew,
+    /// out of line (3 to 8 fewer instructions per event than with all of it inline, callgrind).
+    [[gnu::always_inline]] auto decide_at(std::string_view key, time_point now) noexcept
+        -> route_decision {
+        lane& ln = my_lane();
+        const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
+        const std::int64_t w = ln.win_index.load(std::memory_order_relaxed);
+        const levels& lv = ln.lv;
+        if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
+            ticks >= ln.win_hi.load(std::memory_order_relaxed) ||
+            lv.window.load(std::memory_order_relaxed) != w ||
+            m_window.load(std::memory_order_acquire) != w ||
+            ln.window_events[static_cast<std::uint64_t>(w) & 1U].load(std::memory_order_relaxed) >=
+                lv.until.load(std::memory_order_relaxed)) {
+            return decide_anew(ln, key, now);
+        }
+        return decide_in(ln, key, w, moment{&ln, ticks, false}, lv);
+    }
+
+    /// decide_at's other cases: the event's window, from the lane's cache of its current
+    /// window's bounds (no division unless the window changed), the router's window moved to it
+    /// if it is later, the lane's counters and levels brought to the window. Late events count
+    /// in the current window, as at its end.
+    [[gnu::noinline]] auto decide_anew(lane& ln, std::string_view key, time_point now) noexcept
+        -> route_decision {
+        const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
+        std::int64_t event_window = ln.win_index.load(std::memory_order_relaxed);
+        if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
+            ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
+            event_window = window_of(now).first;
+            cache_window(ln, event_window);
+        }
+        const std::int64_t w = enter_window(event_window);
+        // How far into the window the event is costs a division: computed only when needed.
+        const moment at{&ln, ticks, event_window != w};
+        observe(ln, w);
+        return decide_in(ln, key, w, at, levels_of(ln, w, at));
+    }
+
+    /// The decision for `key` in window w, the lane's counters and levels ready for it.
+    [[gnu::always_inline]] auto decide_in(lane& ln, std::string_view key, std::int64_t w,
+                                          const moment& at, const levels& lv) noexcept
+        -> route_decision {
+        route_decision d;
+        std::uint64_t h = 0;
+        if constexpr (reuses_base_hash) {
+            // The base partitioner hashes to 64 bits: key the tracking hash on it with the secret
+            // instead of hashing the key twice (one 128-bit multiply: a full 64-bit finalizer
+            // here cost 10 more instructions per event). Keys whose full 64-bit base hashes
+            // collide (crafted at about 2^32 work) share the tracking hash, and they share a
+            // partition; other pairs share it by chance, about once in 2^64, and no one can aim
+            // for it without the secrets.
+            const auto base_hash = m_base.hash(key);
+            d.home = m_base.reduce(base_hash);
+            h = detail::mul_fold64(base_hash ^ m_secret, m_secret_out);
+        } else {
+            d.home = m_base.route(key);
+            h = m_sketch_hash(key);
+        }
+        d.partition = d.home;
+        const std::uint64_t fp = h | 1U;
+        std::uint32_t slot = find(fp);
+        if (slot == no_slot || !live(m_entries[slot], w)) {
+            const std::uint32_t weight = sampled(ln, lv);
+            if (weight != 0) {
+                const std::uint32_t estimate = sketch_add(h, w, weight, lv);
+                slot = estimate >= lv.admit.load(std::memory_order_relaxed)
+                           ? admit(ln, key, fp, d.home, w, estimate, slot)
+                           : no_slot;
+            } else {
+                slot = no_slot;
+            }
+        }
+        if (slot != no_slot) {
+            tracked(ln, slot, fp, w, at, lv, d);
+        } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
+            d.partition = failover(d.home, fp);
+        }
+        count(ln, w, d);
+        return d;
     }
 
     void count(lane& ln, std::int64_t w, const route_decision& d) noexcept {
