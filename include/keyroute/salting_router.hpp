@@ -1753,8 +1753,8 @@ private:
         if constexpr (reuses_base_hash) {
             // The base partitioner hashes to 64 bits: key the tracking hash on it with the secret
             // instead of hashing the key twice (one 128-bit multiply: a full 64-bit finalizer
-            // here cost 10 more instructions per event). Keys whose full 64-bit base hashes
-            // collide (crafted at about 2^32 work) share the tracking hash, and they share a
+            // here cost about 6 to 9 more instructions per event). Keys whose full 64-bit base
+            // hashes collide (crafted at about 2^32 work) share the tracking hash, and they share a
             // partition; other pairs share it by chance, about once in 2^64, and no one can aim
             // for it without the secrets.
             const auto base_hash = m_base.hash(key);
