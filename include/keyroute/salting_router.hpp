@@ -724,10 +724,8 @@ private:
         // key turns hot again: at least as much as this window, and what the rules predict at
         // its rate (home_before_hot), which matters after a window whose levels were unlike the
         // next one's (a router's first window, whose threshold grows from nothing).
-        const double next_threshold = m_config.threshold != 0
-                                          ? static_cast<double>(m_config.threshold)
-                                          : std::max(static_cast<double>(m_config.min_threshold),
-                                                     m_config.auto_fraction * mean);
+        // The next window's threshold as it starts: from this window's volume.
+        const auto next_threshold = static_cast<double>(threshold_for(total));
         double planned = 0;
         for (std::uint32_t i = 0; i < k; ++i) {
             const double before = keys[i].at_home;
@@ -1046,11 +1044,19 @@ private:
 
     /// The hot threshold in window w (events of one key in one window).
     [[nodiscard]] auto threshold(std::int64_t w) const noexcept -> std::uint64_t {
+        return threshold(w, window_total(w));
+    }
+
+    /// The same, given the window's events so far (`total`, as window_total(w) returns them).
+    [[nodiscard]] auto threshold(std::int64_t w, std::uint64_t total) const noexcept
+        -> std::uint64_t {
+        return threshold_for(std::max(previous_total(w), total));
+    }
+
+    /// The hot threshold of a window whose volume is taken to be `volume` events: the configured
+    /// one, or (automatic mode) auto_fraction of the per-partition mean, at least min_threshold.
+    [[nodiscard]] auto threshold_for(std::uint64_t volume) const noexcept -> std::uint64_t {
         if (m_config.threshold != 0) return m_config.threshold;
-        const std::uint64_t prev = m_prev_window.load(std::memory_order_acquire) == w - 1
-                                       ? m_prev_total.load(std::memory_order_relaxed)
-                                       : 0;
-        const std::uint64_t volume = std::max(prev, window_total(w));
         const auto t = static_cast<std::uint64_t>(
             m_config.auto_fraction * static_cast<double>(volume) / static_cast<double>(m_n));
         return std::max(t, m_config.min_threshold);
@@ -1079,7 +1085,7 @@ private:
     void refresh_levels(lane& ln, std::int64_t w, double frac, std::uint64_t seen) noexcept {
         levels& lv = ln.lv;
         const std::uint64_t total = window_total(w);
-        const std::uint64_t t = threshold(w);
+        const std::uint64_t t = threshold(w, total);
         // Admission: well above the sketch's background (4 times the average cell), and half the
         // threshold, or (automatic mode) on course to pass it at the key's rate so far.
         // While several lanes route in the window, each counts its own events in its own slice of
@@ -1177,9 +1183,10 @@ private:
     /// a key hot that ends it cold. Only runs when the cached check passes.
     [[nodiscard]] auto hot_now(std::uint64_t count, std::int64_t w, const moment& at) const noexcept
         -> bool {
-        const std::uint64_t t = threshold(w);
+        const std::uint64_t total = window_total(w);
+        const std::uint64_t t = threshold(w, total);
         if (count > t) return true;
-        const projection pr = project(w, window_total(w), at.fraction(), t);
+        const projection pr = project(w, total, at.fraction(), t);
         return projects_above(count, pr.scale, pr.bar);
     }
 
