@@ -3,7 +3,10 @@
 // machine is too noisy to compare two builds (scripts/route_instructions.sh runs it twice with
 // different event counts and prints the difference per event, so setup cancels out).
 //
-// usage: route_instructions zipf|tenant90|uniform router|xxh3 EVENTS
+// usage: route_instructions zipf|tenant90|uniform router|lagged|xxh3 EVENTS
+//
+// `lagged` is `router` with every other event 30 s older, as when a producer merges two sources,
+// one half a window behind: for the first half of each window, every other event is late.
 //
 // The traces are bench_router's (Zipf 1.0 over 100k keys on 64 partitions, one tenant at 90% of
 // 1001 keys on 100, uniform over 100k keys on 64), with the workloads' own key names (6 to 13
@@ -24,14 +27,14 @@
 int main(int argc, char** argv) {
     if (argc != 4) {
         std::fprintf(stderr,
-                     "usage: route_instructions zipf|tenant90|uniform router|xxh3 EVENTS\n");
+                     "usage: route_instructions zipf|tenant90|uniform router|lagged|xxh3 EVENTS\n");
         return 2;
     }
     const std::string kind = argv[1];
     const std::string scheme = argv[2];
     const auto events = std::strtoull(argv[3], nullptr, 10);
     if ((kind != "zipf" && kind != "tenant90" && kind != "uniform") ||
-        (scheme != "router" && scheme != "xxh3") || events == 0) {
+        (scheme != "router" && scheme != "lagged" && scheme != "xxh3") || events == 0) {
         std::fprintf(stderr, "route_instructions: bad arguments (see usage)\n");
         return 2;
     }
@@ -54,12 +57,15 @@ int main(int argc, char** argv) {
     const clock::time_point t0{std::chrono::minutes(28333333)};  // a window boundary
     const auto step = std::chrono::duration_cast<clock::duration>(std::chrono::minutes(1)) /
                       static_cast<long>(trace_events);
-    const bool route = scheme == "router";
+    const bool route = scheme != "xxh3";
+    const clock::duration lag =
+        scheme == "lagged" ? clock::duration(std::chrono::seconds(30)) : clock::duration::zero();
     std::uint64_t sum = 0;
     for (unsigned long long i = 0; i < events; ++i) {
         const std::string_view key = trace[i & (trace_events - 1)];
         if (route) {
-            sum += router.route(key, t0 + step * static_cast<long>(i));
+            sum += router.route(
+                key, t0 + step * static_cast<long>(i) - (i & 1U ? lag : clock::duration::zero()));
         } else {
             sum += keyroute::xxh3{}(key);
         }

@@ -2,7 +2,8 @@
 # Instructions per event of salting_router<>::route(key, now) and of XXH3 alone on
 # bench_router's three traces, counted by callgrind: repeatable where wall-clock time on a
 # shared machine is not. Each count is (run of 3 * 2^20 events - run of 2^20 events) / 2^21,
-# so trace generation and setup cancel out. Build first (Release, without -march=native):
+# so trace generation and setup cancel out. The last column replays the trace with every other
+# event 30 s older (route_instructions' `lagged`): late events for half of each window. Build first (Release, without -march=native):
 #   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release && cmake --build build-bench --target route_instructions
 # Usage: scripts/route_instructions.sh [path/to/route_instructions]
 set -euo pipefail
@@ -15,10 +16,14 @@ count() {  # instructions of one run
 }
 small=$((1 << 20))
 large=$((3 << 20))
-echo "| trace | route(key, now) | XXH3 alone | ratio |"
-echo "|---|---|---|---|"
+per_event() {  # instructions per event of one trace and scheme
+  echo $(( ($(count "$1" "$2" $large) - $(count "$1" "$2" $small)) / (large - small) ))
+}
+echo "| trace | route(key, now) | XXH3 alone | ratio | every other event 30 s late |"
+echo "|---|---|---|---|---|"
 for trace in zipf tenant90 uniform; do
-  r=$(( ($(count "$trace" router $large) - $(count "$trace" router $small)) / (large - small) ))
-  x=$(( ($(count "$trace" xxh3 $large) - $(count "$trace" xxh3 $small)) / (large - small) ))
-  echo "| $trace | $r | $x | $(awk -v r="$r" -v x="$x" 'BEGIN { printf "%.1fx", r / x }') |"
+  r=$(per_event "$trace" router)
+  x=$(per_event "$trace" xxh3)
+  l=$(per_event "$trace" lagged)
+  echo "| $trace | $r | $x | $(awk -v r="$r" -v x="$x" 'BEGIN { printf "%.1fx", r / x }') | $l |"
 done

@@ -214,6 +214,46 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
     CHECK(s.salted > 0);
 }
 
+TEST_CASE("late events count in the current window, as at its end, however they interleave",
+          "[router][clock]") {
+    // A producer merging two sources, one half a window behind: every other event or so carries
+    // a time in the window before. Each must count in the current window exactly as an on-time
+    // event at that window's end would, whether it follows an on-time event or another late one.
+    // "hot" has 10% of the events on 16 partitions, near the automatic threshold, where how far
+    // into the window an event is decides when it is confirmed hot (an event taken as early in
+    // the window projects its count further, a difference this test sees).
+    for (const bool first : {true, false}) {
+        const minute w0 = skewed_minute(0, 60000, 0.1, 500, 31);
+        const minute w1 = skewed_minute(1, 60000, 0.1, 500, 32);
+        const time_point end_of_w1 = at(2 * 60000 - 1);
+        const auto replay = [&](bool as_late) {
+            keyroute::salting_router<> router(router_config(16));
+            std::vector<std::uint32_t> out;
+            for (std::size_t i = 0; !first && i < w0.keys.size(); ++i)
+                out.push_back(router.route(w0.keys[i], w0.times[i]));
+            std::set<std::uint32_t> late_hot;
+            for (std::size_t i = 0; i < w1.keys.size(); ++i) {
+                // Runs of 1 to 3 late events between on-time ones.
+                const bool late = i % 7 == 1 || i % 7 == 3 || i % 7 == 4 || i % 7 == 5;
+                const time_point t = !late     ? w1.times[i]
+                                     : as_late ? w1.times[i] - std::chrono::seconds(30)
+                                               : end_of_w1;
+                const auto d = router.decide(w1.keys[i], t);
+                out.push_back(d.partition);
+                if (late && w1.keys[i] == "hot") late_hot.insert(d.partition);
+                if (i % 1000 == 0) CHECK(router.stats().window == 1);
+            }
+            std::uint64_t window_load = 0;
+            for (const auto l : router.stats().partition_load) window_load += l;
+            CHECK(window_load == w1.keys.size());  // every window-1 event, late or not
+            CHECK(late_hot.size() > 1);            // late events of the hot key spread too
+            return out;
+        };
+        const auto late = replay(true);
+        CHECK(late == replay(false));
+    }
+}
+
 TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events at home",
           "[router][stamp]") {
     keyroute::salting_router<> router(router_config(32, 200));

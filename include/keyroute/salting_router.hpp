@@ -507,8 +507,8 @@ private:
         std::atomic<std::uint64_t> rng{0};
         std::atomic<std::uint32_t> sample_left{0};  // untracked events until the next sample
         // The lane's current window, in clock ticks: [win_lo, win_hi) is window win_index.
-        std::atomic<std::int64_t> win_lo{1};
-        std::atomic<std::int64_t> win_hi{0};
+        std::atomic<std::int64_t> win_lo{std::numeric_limits<std::int64_t>::min()};
+        std::atomic<std::int64_t> win_hi{std::numeric_limits<std::int64_t>::min()};
         std::atomic<std::int64_t> win_index{0};
         alignas(64) levels lv;
     };
@@ -575,9 +575,10 @@ private:
         std::int64_t lo = 0;
         std::int64_t hi = 0;
         if (__builtin_mul_overflow(len, w, &lo) || __builtin_add_overflow(lo, len, &hi)) {
-            lo =
-                1;  // a window at the ends of the clock's range: an empty cache, computed each time
-            hi = 0;
+            // A window at the ends of the clock's range: an empty cache (see decide_at), every
+            // event's window computed.
+            lo = std::numeric_limits<std::int64_t>::min();
+            hi = lo;
         }
         ln.win_lo.store(lo, std::memory_order_relaxed);
         ln.win_hi.store(hi, std::memory_order_relaxed);
@@ -595,13 +596,14 @@ private:
         }
     };
 
-    /// How far into the lane's cached window a time is, in [0, 1].
+    /// How far into the lane's cached window a time is, in [0, 1]; a time before it is late, at
+    /// its end (1).
     [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
         const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
         const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
-        return hi > lo ? std::clamp(static_cast<double>(ticks - lo) / static_cast<double>(hi - lo),
-                                    0.0, 1.0)
-                       : 1.0;
+        return hi > lo && ticks >= lo
+                   ? std::min(static_cast<double>(ticks - lo) / static_cast<double>(hi - lo), 1.0)
+                   : 1.0;
     }
 
     /// The events window w will hold, from the previous window's volume or, without one, from
@@ -1709,19 +1711,21 @@ private:
 
     /// decide(key, now)'s body, inlined into decide(key, now) and route(key, now): route() then
     /// keeps the decision in registers (13 to 20 fewer instructions per event, callgrind).
-    /// The common case, an event in the window the lane has cached, which is the router's
-    /// current one, with the lane's levels fresh for it (so the lane has observed it: levels are
-    /// only refreshed after observe), is tested first with five compares; anything else (a new
-    /// or late window, levels due for a refresh every levels_every events) takes decide_anew,
-    /// out of line (3 to 8 fewer instructions per event than with all of it inline, callgrind).
+    /// The common case, an event before the end of the window the lane has cached, which is the
+    /// router's current one, with the lane's levels fresh for it (so the lane has observed it:
+    /// levels are only refreshed after observe), is tested first with four compares; anything
+    /// else (a new window, levels due for a refresh every levels_every events) takes
+    /// decide_anew, out of line (3 to 8 fewer instructions per event than with all of it inline,
+    /// callgrind). An event before the window's start is late: it counts in the window as at
+    /// its end (moment::fraction), without the detour.
     [[gnu::always_inline]] auto decide_at(std::string_view key, time_point now) noexcept
         -> route_decision {
         lane& ln = my_lane();
         const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
         const std::int64_t w = ln.win_index.load(std::memory_order_relaxed);
         const levels& lv = ln.lv;
-        if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
-            ticks >= ln.win_hi.load(std::memory_order_relaxed) ||
+        // An empty cache has lo = hi = INT64_MIN: nothing is before it, everything after it.
+        if (ticks >= ln.win_hi.load(std::memory_order_relaxed) ||
             lv.window.load(std::memory_order_relaxed) != w ||
             m_window.load(std::memory_order_acquire) != w ||
             ln.window_events[static_cast<std::uint64_t>(w) & 1U].load(std::memory_order_relaxed) >=
@@ -1734,19 +1738,31 @@ private:
     /// decide_at's other cases: the event's window, from the lane's cache of its current
     /// window's bounds (no division unless the window changed), the router's window moved to it
     /// if it is later, the lane's counters and levels brought to the window. Late events count
-    /// in the current window, as at its end.
+    /// in the current window, as at its end, and leave the lane's cache on it: a late event
+    /// before the cached current window is known late without a division, and the on-time
+    /// events around it keep the fast path (the cache had followed each late event back, so
+    /// while a producer's times straddled a boundary every event came here with a division).
     [[gnu::noinline]] auto decide_anew(lane& ln, std::string_view key, time_point now) noexcept
         -> route_decision {
         const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
-        std::int64_t event_window = ln.win_index.load(std::memory_order_relaxed);
-        if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
-            ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
+        const std::int64_t cached = ln.win_index.load(std::memory_order_relaxed);
+        std::int64_t event_window = cached;
+        bool late = false;
+        if (ticks < ln.win_lo.load(std::memory_order_relaxed) &&
+            cached == m_window.load(std::memory_order_acquire)) {  // an empty cache: never
+            late = true;  // before the router's current window, whichever window it is in
+        } else if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
+                   ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
             event_window = window_of(now).first;
-            cache_window(ln, event_window);
         }
         const std::int64_t w = enter_window(event_window);
+        late = late || event_window < w;
+        // The lane caches the window its on-time events are in: the router's, or a later one
+        // while another thread is still moving the router there (those events count as late).
+        const std::int64_t keep = late ? w : event_window;
+        if (keep != cached) cache_window(ln, keep);
         // How far into the window the event is costs a division: computed only when needed.
-        const moment at{&ln, ticks, event_window != w};
+        const moment at{&ln, ticks, late || event_window != w};
         observe(ln, w);
         return decide_in(ln, key, w, at, levels_of(ln, w, at));
     }
