@@ -67,11 +67,12 @@ struct salting_config {
     /// Events per key per window above which a key is hot; 0 = automatic: `auto_fraction` of the
     /// per-partition mean of the larger of the previous window and the current one so far.
     std::uint64_t threshold = 0;
-    /// Window length; > 0. Windows are aligned to the clock's epoch.
+    /// Window length; > 0, at most a year, a whole number of the clock's ticks. Windows are
+    /// aligned to the clock's epoch: window k holds the times in [k * window, (k + 1) * window).
     std::chrono::milliseconds window = std::chrono::minutes(1);
     /// Automatic mode: a key is hot above this fraction of the per-partition mean. In (0, 1].
     double auto_fraction = 0.11;
-    /// Automatic mode: never call a key hot below this many events in a window. >= 1.
+    /// Automatic mode: never call a key hot below this many events in a window. In [1, 2^32).
     std::uint64_t min_threshold = 32;
     /// Events a hot key sends to one partition before choosing the next one (batching). >= 1.
     std::uint32_t run_length = 32;
@@ -460,9 +461,10 @@ private:
         // Window (24 bits) | the key's events in it when it turned hot (40 bits): what it sent
         // home before its runs, which the rollover's plan counts as the key's, not as base load.
         std::atomic<std::uint64_t> hot_at{0};
-        // Written every few events by each lane that routes the key.
-        alignas(64) std::atomic<std::int64_t> count_window{detail::no_window};
-        std::atomic<std::uint64_t> count{0};
+        // Window (24 bits) | the key's exact events in it (40 bits), added to every few events by
+        // each lane that routes the key. One word, so that a lane still finishing an event of the
+        // window before cannot reset, or add to, the new window's count.
+        alignas(64) std::atomic<std::uint64_t> count_word{0};
     };
 
     /// A lane's view of one tracked slot.
@@ -533,10 +535,18 @@ private:
             fail("window must be at most a year (31,622,400,000 ms), got " +
                  std::to_string(c.window.count()) + " ms");
         }
+        const auto ticks = std::chrono::duration_cast<typename Clock::duration>(c.window);
+        if (ticks.count() <= 0 ||
+            std::chrono::duration_cast<std::chrono::milliseconds>(ticks) != c.window) {
+            fail("window must be a whole number of the clock's ticks, got " +
+                 std::to_string(c.window.count()) + " ms");
+        }
         if (!(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0)) {
             fail("auto_fraction must be in (0, 1], got " + std::to_string(c.auto_fraction));
         }
         if (c.min_threshold == 0) fail("min_threshold must be at least 1, got 0");
+        if (c.min_threshold > 0xffffffffULL)  // as threshold: levels are derived from it in 64 bits
+            fail("min_threshold must be below 2^32, got " + std::to_string(c.min_threshold));
         if (c.run_length == 0 || c.run_length > 65536) {
             fail("run_length must be in [1, 65536], got " + std::to_string(c.run_length));
         }
@@ -554,24 +564,23 @@ private:
         return resolved;
     }
 
-    /// The window of time t, and how far into it t is, in [0, 1).
-    [[nodiscard]] auto window_of(time_point t) const noexcept -> std::pair<std::int64_t, double> {
-        const auto ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-        const std::int64_t len = m_config.window.count();
-        std::int64_t q = ms / len;
-        std::int64_t r = ms % len;
-        if (r < 0) {  // floor, also before the epoch
-            --q;
-            r += len;
-        }
-        return {q, static_cast<double>(r) / static_cast<double>(len)};
+    /// The window's length in the clock's ticks (validate() made it a whole, positive number).
+    [[nodiscard]] auto window_ticks() const noexcept -> std::int64_t {
+        return static_cast<std::int64_t>(
+            std::chrono::duration_cast<typename Clock::duration>(m_config.window).count());
+    }
+
+    /// The window of time t: floor(t / window), in the clock's own ticks (as the lanes cache
+    /// the bounds, so both agree on every time, before the epoch too).
+    [[nodiscard]] auto window_of(time_point t) const noexcept -> std::int64_t {
+        const auto ticks = static_cast<std::int64_t>(t.time_since_epoch().count());
+        const std::int64_t len = window_ticks();
+        return ticks / len - (ticks % len < 0 ? 1 : 0);
     }
 
     /// Caches window w's bounds, in clock ticks, in the lane.
     void cache_window(lane& ln, std::int64_t w) const noexcept {
-        const auto len = static_cast<std::int64_t>(
-            std::chrono::duration_cast<typename Clock::duration>(m_config.window).count());
+        const std::int64_t len = window_ticks();
         std::int64_t lo = 0;
         std::int64_t hi = 0;
         if (__builtin_mul_overflow(len, w, &lo) || __builtin_add_overflow(lo, len, &hi)) {
@@ -653,8 +662,11 @@ private:
         }
         m_prev_total.store(total, std::memory_order_relaxed);
         m_prev_salted.store(salted, std::memory_order_relaxed);
-        if (to == from + 1 && total != 0 && m_fill) plan_window(from, to, total, salted);
         const auto next = static_cast<std::uint64_t>(to) & 1U;
+        // The new window's piece space starts empty, planned or not (after a gap, the count had
+        // stayed where the window of that parity before the gap left it).
+        m_plan_used[next].store(0, std::memory_order_release);
+        if (to == from + 1 && total != 0 && m_fill) plan_window(from, to, total, salted);
         for (std::uint32_t p = 0; p < m_n; ++p) {
             if (m_reserved) m_reserved[next * m_n + p].store(0, std::memory_order_relaxed);
             m_run_load[next * m_n + p].store(0, std::memory_order_relaxed);
@@ -718,7 +730,6 @@ private:
         m_fill_low[next].store(water_count(order, base, static_cast<double>(salted) + before_sum),
                                std::memory_order_relaxed);
         m_fill_window[next].store(to, std::memory_order_release);
-        m_plan_used[next].store(0, std::memory_order_release);
         if (k == 0 || runs_counted <= 0) return;
 
         // Their volume: what they sent home before they turned hot, and their runs (the counts
@@ -823,7 +834,7 @@ private:
         const auto parity = static_cast<std::uint64_t>(w) & 1U;
         const std::uint32_t first = e.plan_first.load(std::memory_order_relaxed);
         const std::uint32_t pieces = e.plan_pieces.load(std::memory_order_relaxed);
-        if (first + pieces > pieces_per_window()) return;
+        if (std::uint64_t{first} + pieces > pieces_per_window()) return;
         const plan_piece* begin = m_plan.get() + parity * pieces_per_window() + first;
         for (std::uint32_t i = 0; i < pieces; ++i) {
             const std::uint32_t p = begin[i].partition.load(std::memory_order_relaxed);
@@ -865,9 +876,15 @@ private:
         double remaining = std::max(0.0, 1.25 * share * expected - own);
         const auto most = static_cast<std::uint32_t>(
             std::min(static_cast<double>(m_n), 4.0 + std::ceil(3.0 * remaining / mean)));
-        const std::uint32_t first = m_plan_used[parity].fetch_add(most, std::memory_order_acq_rel);
-        if (first + most > pieces_per_window())
-            return;  // out of piece space: load-driven placement
+        // Reserve `most` pieces of the window's piece space, or none: the count stays within the
+        // space (adding unconditionally, failed plans had grown it without bound until it
+        // wrapped, and a wrapped count passed the bounds check).
+        std::uint32_t first = m_plan_used[parity].load(std::memory_order_acquire);
+        do {
+            if (std::uint64_t{first} + most > pieces_per_window())
+                return;  // out of piece space: load-driven placement
+        } while (!m_plan_used[parity].compare_exchange_weak(first, first + most,
+                                                            std::memory_order_acq_rel));
         plan_piece* out = m_plan.get() + parity * pieces_per_window() + first;
         const auto room_of = [&](std::uint32_t p) {
             if (m_down[p].load(std::memory_order_relaxed) != 0) return 0.0;
@@ -1327,6 +1344,16 @@ private:
                 !e.state.compare_exchange_strong(st, state_claiming, std::memory_order_acq_rel)) {
                 continue;
             }
+            // Every lane starts the new episode from nothing: no sequence, pending count or run.
+            // The lanes tell episodes apart by 24 bits of the episode number, so without this a
+            // lane that last routed the slot's key 2^24 admissions ago would take the new
+            // episode for that one: its stamps would go on from the old sequence, not from 0.
+            for (std::uint32_t l = 0; l <= m_lanes; ++l) {
+                slot_state& ss = m_slot_state[std::size_t{l} * m_slots + s];
+                ss.seq_word.store(0, std::memory_order_relaxed);
+                ss.run_word.store(0, std::memory_order_relaxed);
+                ss.pending.store(0, std::memory_order_relaxed);
+            }
             m_fp[s].store(fp, std::memory_order_release);
             set_tag(s, fp);
             e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1,
@@ -1335,8 +1362,7 @@ private:
                 1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
             while (detail::gcd32(stride, m_n) != 1) ++stride;
             e.stride.store(stride % m_n == 0 ? 1 : stride, std::memory_order_relaxed);
-            e.count.store(0, std::memory_order_relaxed);
-            e.count_window.store(w, std::memory_order_relaxed);
+            e.count_word.store(tag24(static_cast<std::uint64_t>(w)), std::memory_order_relaxed);
             e.admit_estimate.store(estimate, std::memory_order_relaxed);
             e.home.store(home, std::memory_order_relaxed);
             e.plan_window.store(detail::no_window, std::memory_order_relaxed);
@@ -1386,9 +1412,28 @@ private:
     /// The key's flushed exact count in window w (lanes add theirs every flush_every events).
     [[nodiscard]] static auto exact_count(const entry& e, std::int64_t w) noexcept
         -> std::uint64_t {
-        return e.count_window.load(std::memory_order_relaxed) == w
-                   ? e.count.load(std::memory_order_relaxed)
-                   : 0;
+        const std::uint64_t word = e.count_word.load(std::memory_order_relaxed);
+        return (word & ~seq_mask) == tag24(static_cast<std::uint64_t>(w)) ? word & seq_mask : 0;
+    }
+
+    /// Adds a lane's n events of window w to the key's count and returns the count, or drops
+    /// them if the count already holds a later window (the lane routed its event as the router
+    /// moved on): window w's count is then complete, and the later one is not w's.
+    static auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
+        const std::uint64_t tag = tag24(static_cast<std::uint64_t>(w));
+        std::uint64_t old = e.count_word.load(std::memory_order_relaxed);
+        std::uint64_t next = 0;
+        do {
+            if ((old & ~seq_mask) == tag) {
+                next = tag | std::min((old & seq_mask) + n, seq_mask);
+            } else if ((((old >> seq_bits) - static_cast<std::uint64_t>(w)) & 0xffffffU) <
+                       0x800000U) {
+                return 0;  // a later window's count (within 2^23 windows: the tags wrap)
+            } else {
+                next = tag | std::min(n, seq_mask);
+            }
+        } while (!e.count_word.compare_exchange_weak(old, next, std::memory_order_relaxed));
+        return next & seq_mask;
     }
 
     /// The sketch's estimate of the key's events in window w before it was admitted (0 unless
@@ -1442,12 +1487,7 @@ private:
                     ? in_window(ss.pending.exchange(window_tag, std::memory_order_relaxed)) + 1
                     : pending;
             if (!ln.shared) ss.pending.store(window_tag, std::memory_order_relaxed);
-            std::int64_t cw = e.count_window.load(std::memory_order_relaxed);
-            if (cw != w &&
-                e.count_window.compare_exchange_strong(cw, w, std::memory_order_relaxed)) {
-                e.count.store(0, std::memory_order_relaxed);
-            }
-            counted = e.count.fetch_add(n, std::memory_order_relaxed) + n;
+            counted = add_count(e, w, n);
         } else {
             if (!ln.shared) {
                 ss.pending.store(window_tag | pending, std::memory_order_relaxed);
@@ -1753,14 +1793,17 @@ private:
             late = true;  // before the router's current window, whichever window it is in
         } else if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
                    ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
-            event_window = window_of(now).first;
+            event_window = window_of(now);
         }
         const std::int64_t w = enter_window(event_window);
         late = late || event_window < w;
         // The lane caches the window its on-time events are in: the router's, or a later one
         // while another thread is still moving the router there (those events count as late).
+        // A lane starts with an empty cache (lo = hi = INT64_MIN), whose index, 0, is no window's.
         const std::int64_t keep = late ? w : event_window;
-        if (keep != cached) cache_window(ln, keep);
+        if (keep != cached ||
+            ln.win_lo.load(std::memory_order_relaxed) == std::numeric_limits<std::int64_t>::min())
+            cache_window(ln, keep);
         // How far into the window the event is costs a division: computed only when needed.
         const moment at{&ln, ticks, late || event_window != w};
         observe(ln, w);
