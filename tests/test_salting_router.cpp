@@ -241,8 +241,8 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
 
 TEST_CASE("late events count in the current window, as at its end, however they interleave",
           "[router][clock]") {
-    // A producer merging two sources, one half a window behind: every other event or so carries
-    // a time in the window before. Each must count in the current window exactly as an on-time
+    // A producer merging two sources, one a window behind: every other event or so carries a
+    // time in the window before. Each must count in the current window exactly as an on-time
     // event at that window's end would, whether it follows an on-time event or another late one.
     // "hot" has 10% of the events on 16 partitions, near the automatic threshold, where how far
     // into the window an event is decides when it is confirmed hot (an event taken as early in
@@ -261,7 +261,7 @@ TEST_CASE("late events count in the current window, as at its end, however they 
                 // Runs of 1 to 3 late events between on-time ones.
                 const bool late = i % 7 == 1 || i % 7 == 3 || i % 7 == 4 || i % 7 == 5;
                 const time_point t = !late     ? w1.times[i]
-                                     : as_late ? w1.times[i] - std::chrono::seconds(30)
+                                     : as_late ? w1.times[i] - std::chrono::seconds(60)
                                                : end_of_w1;
                 const auto d = router.decide(w1.keys[i], t);
                 out.push_back(d.partition);
@@ -281,9 +281,9 @@ TEST_CASE("late events count in the current window, as at its end, however they 
 
 TEST_CASE("windows are aligned to the epoch: a trace shifted by whole windows routes the same",
           "[router][clock]") {
-    // Three windows of traffic, replayed as they are (windows 0 to 2, the first a lane's cache
-    // once mistook for its empty one), 512 windows later, and 512 windows before the epoch
-    // (floor division). The sketch tags windows modulo 256 and the plans by parity, so the three
+    // Three windows of traffic, replayed as they are (windows 0 to 2: an empty lane cache has
+    // index 0, which must not pass for window 0's), 512 windows later, and 512 windows before
+    // the epoch. The sketch tags windows modulo 256 and the plans by parity, so the three
     // replays must decide alike, event for event, stamps included.
     std::vector<minute> trace;
     for (std::int64_t w = 0; w < 3; ++w)

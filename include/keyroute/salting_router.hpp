@@ -1344,18 +1344,21 @@ private:
                 !e.state.compare_exchange_strong(st, state_claiming, std::memory_order_acq_rel)) {
                 continue;
             }
+            // Close the slot first: no lane finds the old key from here on (no key's fp is 0).
+            m_fp[s].store(0, std::memory_order_release);
             // Every lane starts the new episode from nothing: no sequence, pending count or run.
             // The lanes tell episodes apart by 24 bits of the episode number, so without this a
             // lane that last routed the slot's key 2^24 admissions ago would take the new
             // episode for that one: its stamps would go on from the old sequence, not from 0.
+            // A lane still routing the old key that reads a cleared sequence (acquire, in
+            // tracked()) sees fp 0 at its last check, so it sends that event home unstamped
+            // rather than stamp the old episode's sequence 0 again.
             for (std::uint32_t l = 0; l <= m_lanes; ++l) {
                 slot_state& ss = m_slot_state[std::size_t{l} * m_slots + s];
-                ss.seq_word.store(0, std::memory_order_relaxed);
+                ss.seq_word.store(0, std::memory_order_release);
                 ss.run_word.store(0, std::memory_order_relaxed);
                 ss.pending.store(0, std::memory_order_relaxed);
             }
-            m_fp[s].store(fp, std::memory_order_release);
-            set_tag(s, fp);
             e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1,
                             std::memory_order_relaxed);
             std::uint32_t stride =
@@ -1378,6 +1381,9 @@ private:
                 std::memcpy(&word, buf + 8 * k, 8);
                 e.key_word[k].store(word, std::memory_order_relaxed);
             }
+            // Then publish: a lane that finds the new key (acquire) sees its episode and fields.
+            m_fp[s].store(fp, std::memory_order_release);
+            set_tag(s, fp);
             e.state.store(state_live, std::memory_order_release);
             return s;
         }
@@ -1417,18 +1423,20 @@ private:
     }
 
     /// Adds a lane's n events of window w to the key's count and returns the count, or drops
-    /// them if the count already holds a later window (the lane routed its event as the router
-    /// moved on): window w's count is then complete, and the later one is not w's.
-    static auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
+    /// them if the router has moved on and the count holds its window (the lane routed its
+    /// event as the router moved on): window w's count is then complete, and the later one is
+    /// not w's.
+    auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
         const std::uint64_t tag = tag24(static_cast<std::uint64_t>(w));
+        const std::int64_t now = m_window.load(std::memory_order_relaxed);
+        const std::uint64_t later = now > w ? tag24(static_cast<std::uint64_t>(now)) : tag;
         std::uint64_t old = e.count_word.load(std::memory_order_relaxed);
         std::uint64_t next = 0;
         do {
             if ((old & ~seq_mask) == tag) {
                 next = tag | std::min((old & seq_mask) + n, seq_mask);
-            } else if ((((old >> seq_bits) - static_cast<std::uint64_t>(w)) & 0xffffffU) <
-                       0x800000U) {
-                return 0;  // a later window's count (within 2^23 windows: the tags wrap)
+            } else if ((old & ~seq_mask) == later) {
+                return 0;
             } else {
                 next = tag | std::min(n, seq_mask);
             }
@@ -1532,14 +1540,16 @@ private:
 
         // The stamp: (producer, lane, episode, sequence), the sequence restarting with each
         // episode.
+        // Acquire: a sequence that admit() cleared for a new key comes with that key's fp
+        // (or the closed slot's 0), which the check below then sees.
         const std::uint64_t tag = episode_tag;
-        std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
+        std::uint64_t old = ss.seq_word.load(std::memory_order_acquire);
         std::uint64_t seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
         if (!ln.shared) {
             ss.seq_word.store(tag | ((seq + 1) & seq_mask), std::memory_order_relaxed);
         } else {
             while (!ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
-                                                      std::memory_order_relaxed)) {
+                                                      std::memory_order_acquire)) {
                 seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
             }
         }
