@@ -1344,23 +1344,21 @@ private:
                 !e.state.compare_exchange_strong(st, state_claiming, std::memory_order_acq_rel)) {
                 continue;
             }
-            // Close the slot first: no lane finds the old key from here on (no key's fp is 0).
-            m_fp[s].store(0, std::memory_order_release);
-            // Every lane starts the new episode from nothing: no sequence, pending count or run.
-            // The lanes tell episodes apart by 24 bits of the episode number, so without this a
-            // lane that last routed the slot's key 2^24 admissions ago would take the new
-            // episode for that one: its stamps would go on from the old sequence, not from 0.
-            // A lane still routing the old key that reads a cleared sequence (acquire, in
-            // tracked()) sees fp 0 at its last check, so it sends that event home unstamped
-            // rather than stamp the old episode's sequence 0 again.
+            // Lanes tell a slot's episodes apart by 24 bits of the episode number: a lane whose
+            // state for the slot still carries the new episode's tag (it last routed the slot's
+            // key exactly 2^24 admissions ago, or a multiple) would continue that sequence
+            // instead of starting from 0. Such a lane's word gets another tag. No other lane's
+            // state is touched: a lane may be routing the slot's previous key right now.
+            const std::uint64_t episode = m_admissions.fetch_add(1, std::memory_order_relaxed) + 1;
             for (std::uint32_t l = 0; l <= m_lanes; ++l) {
-                slot_state& ss = m_slot_state[std::size_t{l} * m_slots + s];
-                ss.seq_word.store(0, std::memory_order_release);
-                ss.run_word.store(0, std::memory_order_relaxed);
-                ss.pending.store(0, std::memory_order_relaxed);
+                std::atomic<std::uint64_t>& word =
+                    m_slot_state[std::size_t{l} * m_slots + s].seq_word;
+                if ((word.load(std::memory_order_relaxed) & ~seq_mask) == tag24(episode))
+                    word.store(tag24(episode ^ 0x800000U), std::memory_order_relaxed);
             }
-            e.episode.store(m_admissions.fetch_add(1, std::memory_order_relaxed) + 1,
-                            std::memory_order_relaxed);
+            m_fp[s].store(fp, std::memory_order_release);
+            set_tag(s, fp);
+            e.episode.store(episode, std::memory_order_relaxed);
             std::uint32_t stride =
                 1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
             while (detail::gcd32(stride, m_n) != 1) ++stride;
@@ -1381,9 +1379,6 @@ private:
                 std::memcpy(&word, buf + 8 * k, 8);
                 e.key_word[k].store(word, std::memory_order_relaxed);
             }
-            // Then publish: a lane that finds the new key (acquire) sees its episode and fields.
-            m_fp[s].store(fp, std::memory_order_release);
-            set_tag(s, fp);
             e.state.store(state_live, std::memory_order_release);
             return s;
         }
@@ -1423,22 +1418,21 @@ private:
     }
 
     /// Adds a lane's n events of window w to the key's count and returns the count, or drops
-    /// them if the router has moved on and the count holds its window (the lane routed its
-    /// event as the router moved on): window w's count is then complete, and the later one is
-    /// not w's.
-    auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
+    /// them if the count holds one of the next few windows (the lane routed its event as the
+    /// router moved on): window w's count is then complete, and the later one is not w's.
+    static auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
         const std::uint64_t tag = tag24(static_cast<std::uint64_t>(w));
-        const std::int64_t now = m_window.load(std::memory_order_relaxed);
-        const std::uint64_t later = now > w ? tag24(static_cast<std::uint64_t>(now)) : tag;
         std::uint64_t old = e.count_word.load(std::memory_order_relaxed);
         std::uint64_t next = 0;
         do {
-            if ((old & ~seq_mask) == tag) {
+            const std::uint64_t ahead =
+                ((old >> seq_bits) - static_cast<std::uint64_t>(w)) & 0xffffffU;
+            if (ahead == 0) {
                 next = tag | std::min((old & seq_mask) + n, seq_mask);
-            } else if ((old & ~seq_mask) == later) {
-                return 0;
+            } else if (ahead < 4) {
+                return 0;  // a later window's count (a lane lags by a window, rarely two)
             } else {
-                next = tag | std::min(n, seq_mask);
+                next = tag | std::min(n, seq_mask);  // an earlier window's, or none
             }
         } while (!e.count_word.compare_exchange_weak(old, next, std::memory_order_relaxed));
         return next & seq_mask;
@@ -1540,16 +1534,14 @@ private:
 
         // The stamp: (producer, lane, episode, sequence), the sequence restarting with each
         // episode.
-        // Acquire: a sequence that admit() cleared for a new key comes with that key's fp
-        // (or the closed slot's 0), which the check below then sees.
         const std::uint64_t tag = episode_tag;
-        std::uint64_t old = ss.seq_word.load(std::memory_order_acquire);
+        std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
         std::uint64_t seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
         if (!ln.shared) {
             ss.seq_word.store(tag | ((seq + 1) & seq_mask), std::memory_order_relaxed);
         } else {
             while (!ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
-                                                      std::memory_order_acquire)) {
+                                                      std::memory_order_relaxed)) {
                 seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
             }
         }
