@@ -1418,23 +1418,29 @@ private:
     }
 
     /// Adds a lane's n events of window w to the key's count and returns the count, or drops
-    /// them if the count holds one of the next few windows (the lane routed its event as the
-    /// router moved on): window w's count is then complete, and the later one is not w's.
-    static auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
+    /// them if the count holds a later window, one the router has moved to since the lane's
+    /// event began (the lane routed it as the router moved on): window w's count is then
+    /// complete, and the later one is not w's.
+    auto add_count(entry& e, std::int64_t w, std::uint64_t n) noexcept -> std::uint64_t {
         const std::uint64_t tag = tag24(static_cast<std::uint64_t>(w));
-        std::uint64_t old = e.count_word.load(std::memory_order_relaxed);
+        std::uint64_t old = e.count_word.load(std::memory_order_acquire);
         std::uint64_t next = 0;
         do {
-            const std::uint64_t ahead =
-                ((old >> seq_bits) - static_cast<std::uint64_t>(w)) & 0xffffffU;
-            if (ahead == 0) {
+            if ((old & ~seq_mask) == tag) {
                 next = tag | std::min((old & seq_mask) + n, seq_mask);
-            } else if (ahead < 4) {
-                return 0;  // a later window's count (a lane lags by a window, rarely two)
             } else {
-                next = tag | std::min(n, seq_mask);  // an earlier window's, or none
+                // A lane that wrote a later window's count had seen the router there, and this
+                // load sees at least that (the acquire above, or the compare-and-swap's).
+                const std::int64_t now = m_window.load(std::memory_order_acquire);
+                const std::uint64_t ahead =
+                    ((old >> seq_bits) - static_cast<std::uint64_t>(w)) & 0xffffffU;
+                if (now > w && ahead != 0 &&
+                    ahead <= static_cast<std::uint64_t>(now) - static_cast<std::uint64_t>(w))
+                    return 0;
+                next = tag | std::min(n, seq_mask);  // an earlier window's count, or none
             }
-        } while (!e.count_word.compare_exchange_weak(old, next, std::memory_order_relaxed));
+        } while (!e.count_word.compare_exchange_weak(old, next, std::memory_order_acq_rel,
+                                                     std::memory_order_acquire));
         return next & seq_mask;
     }
 
