@@ -3,7 +3,8 @@
 # bench_router's three traces, counted by callgrind: repeatable where wall-clock time on a
 # shared machine is not. Each count is (run of 3 * 2^20 events - run of 2^20 events) / 2^21,
 # so trace generation and setup cancel out. The last column replays the trace with every other
-# event 30 s older (route_instructions' `lagged`): late events for half of each window. Build first (Release, without -march=native):
+# event 30 s older (route_instructions' `lagged`): late events for half of each window.
+# Build first (Release, without -march=native):
 #   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release && cmake --build build-bench --target route_instructions
 # Usage: scripts/route_instructions.sh [path/to/route_instructions]
 set -euo pipefail

@@ -508,10 +508,11 @@ private:
         std::atomic<std::uint64_t> skipped{0};
         std::atomic<std::uint64_t> rng{0};
         std::atomic<std::uint32_t> sample_left{0};  // untracked events until the next sample
-        // The lane's current window, in clock ticks: [win_lo, win_hi) is window win_index.
+        // The lane's current window, in clock ticks: [win_lo, win_hi) is window win_index. It
+        // starts empty (lo = hi = INT64_MIN: every time is after it) and names no window.
         std::atomic<std::int64_t> win_lo{std::numeric_limits<std::int64_t>::min()};
         std::atomic<std::int64_t> win_hi{std::numeric_limits<std::int64_t>::min()};
-        std::atomic<std::int64_t> win_index{0};
+        std::atomic<std::int64_t> win_index{detail::no_window};
         alignas(64) levels lv;
     };
 
@@ -1794,24 +1795,20 @@ private:
         -> route_decision {
         const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
         const std::int64_t cached = ln.win_index.load(std::memory_order_relaxed);
+        const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
         std::int64_t event_window = cached;
         bool late = false;
-        if (ticks < ln.win_lo.load(std::memory_order_relaxed) &&
-            cached == m_window.load(std::memory_order_acquire)) {  // an empty cache: never
+        if (ticks < lo && cached == m_window.load(std::memory_order_acquire)) {
             late = true;  // before the router's current window, whichever window it is in
-        } else if (ticks < ln.win_lo.load(std::memory_order_relaxed) ||
-                   ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
-            event_window = window_of(now);
+        } else if (ticks < lo || ticks >= ln.win_hi.load(std::memory_order_relaxed)) {
+            event_window = window_of(now);  // always, from an empty cache
         }
         const std::int64_t w = enter_window(event_window);
         late = late || event_window < w;
         // The lane caches the window its on-time events are in: the router's, or a later one
         // while another thread is still moving the router there (those events count as late).
-        // A lane starts with an empty cache (lo = hi = INT64_MIN), whose index, 0, is no window's.
         const std::int64_t keep = late ? w : event_window;
-        if (keep != cached ||
-            ln.win_lo.load(std::memory_order_relaxed) == std::numeric_limits<std::int64_t>::min())
-            cache_window(ln, keep);
+        if (keep != cached) cache_window(ln, keep);
         // How far into the window the event is costs a division: computed only when needed.
         const moment at{&ln, ticks, late || event_window != w};
         observe(ln, w);
