@@ -8,6 +8,7 @@
 #include <keyroute/partitioner.hpp>
 #include <keyroute/salting_router.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #ifndef KEYROUTE_STRESS_DEFAULT_SECONDS
@@ -175,4 +177,86 @@ TEST_CASE("stress: with failover on, a partition that stays down gets no cold ke
     }
     WARN("failover on: " << calls << " decisions, " << tracked_on_dead
                          << " tracked unsalted events sent to the down partition");
+}
+
+// Slot churn: two threads, each on its own lane, route a few dozen warm keys through a table of
+// a handful of slots while windows of 1 ms (event time) roll over, so keys are admitted,
+// evicted and re-admitted all the time, often while the other thread is routing the slot's
+// previous key. Each lane's stamps of one episode must read 0, 1, 2, ... in the order the lane
+// routed them: an event of the previous key that loses its slot mid-call goes home unstamped
+// and must not take a sequence number of the new episode.
+TEST_CASE("stress: slot churn, each lane's sequence of an episode starts at 0 without gaps",
+          "[stress][router][threads][stamp]") {
+    keyroute::salting_config c;
+    c.partitions = 16;
+    c.threshold = 8;
+    c.window = std::chrono::milliseconds(1);
+    c.max_hot_keys = 1;  // one probe group of slots
+    c.lanes = 2;
+    c.producer_id = 7;
+    c.seed = 5;
+    router_type router(c);
+    const auto duration = stress_duration();
+
+    struct lane_check {
+        std::uint32_t lane = 0xffffffffU;
+        bool one_lane = true;
+        std::uint64_t stamped = 0;
+        std::uint64_t episodes = 0;
+        std::uint64_t bad_first = 0;  // an episode's first stamp on the lane is not sequence 0
+        std::uint64_t gaps = 0;       // a stamp that does not follow the episode's previous one
+    };
+    constexpr int threads = 2;
+    std::vector<lane_check> checks(threads);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            lane_check& mine = checks[static_cast<std::size_t>(t)];
+            std::vector<std::string> keys;
+            for (int i = 0; i < 40; ++i) keys.push_back("warm-" + std::to_string(i));
+            std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 11);
+            // Per episode: the next sequence expected from this lane.
+            std::unordered_map<std::uint64_t, std::uint64_t> next;
+            std::uint64_t forgotten = 0;  // episodes up to this one were cleared from `next`
+            std::uint64_t newest = 0;
+            const auto start = std::chrono::system_clock::time_point{} + std::chrono::hours(1);
+            std::uint64_t i = 0;
+            while (!stop.load(std::memory_order_relaxed)) {
+                // 64 events per millisecond of event time; the threads drift apart a little.
+                const auto now = start + std::chrono::microseconds(i++ * 1000 / 64);
+                const keyroute::route_decision d = router.decide(keys[rng() % keys.size()], now);
+                if (!d.stamp) continue;
+                ++mine.stamped;
+                if (mine.lane == 0xffffffffU) mine.lane = d.stamp.lane;
+                mine.one_lane = mine.one_lane && mine.lane == d.stamp.lane;
+                auto [it, fresh] = next.try_emplace(d.stamp.episode, 0);
+                newest = std::max(newest, d.stamp.episode);
+                if (fresh && d.stamp.episode > forgotten) {
+                    ++mine.episodes;
+                    if (d.stamp.sequence != 0) ++mine.bad_first;
+                } else if (fresh) {
+                    // seen before the map was cleared: its sequence so far is unknown
+                } else if (d.stamp.sequence != it->second) {
+                    ++mine.gaps;
+                }
+                it->second = d.stamp.sequence + 1;
+                if (next.size() > 4096) {  // bounded
+                    next.clear();
+                    forgotten = newest;
+                }
+            }
+        });
+    }
+    std::this_thread::sleep_for(duration);
+    stop.store(true);
+    for (auto& th : pool) th.join();
+    for (const lane_check& lc : checks) {
+        CAPTURE(lc.lane, lc.stamped, lc.episodes, lc.bad_first, lc.gaps);
+        CHECK(lc.one_lane);
+        CHECK(lc.episodes > 100);  // the table did churn
+        CHECK(lc.bad_first == 0);
+        CHECK(lc.gaps == 0);
+    }
 }

@@ -1359,7 +1359,7 @@ private:
             }
             m_fp[s].store(fp, std::memory_order_release);
             set_tag(s, fp);
-            e.episode.store(episode, std::memory_order_relaxed);
+            e.episode.store(episode, std::memory_order_release);  // after m_fp: see tracked()
             std::uint32_t stride =
                 1 + static_cast<std::uint32_t>((fp >> 7U) % std::max<std::uint32_t>(1, m_n - 1));
             while (detail::gcd32(stride, m_n) != 1) ++stride;
@@ -1471,7 +1471,9 @@ private:
                                         route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{ln.index} * m_slots + slot];
-        const std::uint64_t episode = e.episode.load(std::memory_order_relaxed);
+        // Acquire: a lane that reads a new episode also sees the new key's fingerprint, so the
+        // check at the end sends this event home and gives the sequence number back.
+        const std::uint64_t episode = e.episode.load(std::memory_order_acquire);
         const std::uint64_t episode_tag = tag24(episode);
         if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
             // The lane's first event of this episode (the slot may have held another key): it
@@ -1552,8 +1554,14 @@ private:
                 seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
             }
         }
-        // If the slot was handed to another key meanwhile, this event was not really tracked.
+        // If the slot was handed to another key meanwhile, this event was not really tracked:
+        // it goes home unstamped, and gives its sequence number back, since the episode read
+        // above may be the new key's (its first event on this lane must still get 0). Unless
+        // the word changed since: another thread on the shared lane took the next number, or an
+        // admission retagged it.
         if (m_fp[slot].load(std::memory_order_acquire) != fp) {
+            std::uint64_t mine = tag | ((seq + 1) & seq_mask);
+            ss.seq_word.compare_exchange_strong(mine, old, std::memory_order_relaxed);
             d.partition = d.home;
             d.salted = false;
             return;
