@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -179,84 +180,161 @@ TEST_CASE("stress: with failover on, a partition that stays down gets no cold ke
                          << " tracked unsalted events sent to the down partition");
 }
 
-// Slot churn: two threads, each on its own lane, route a few dozen warm keys through a table of
-// a handful of slots while windows of 1 ms (event time) roll over, so keys are admitted,
-// evicted and re-admitted all the time, often while the other thread is routing the slot's
-// previous key. Each lane's stamps of one episode must read 0, 1, 2, ... in the order the lane
-// routed them: an event of the previous key that loses its slot mid-call goes home unstamped
-// and must not take a sequence number of the new episode.
-TEST_CASE("stress: slot churn, each lane's sequence of an episode starts at 0 without gaps",
-          "[stress][router][threads][stamp]") {
+// Slot churn: threads route a few dozen warm keys through a table of one probe group of slots
+// while windows of 1 ms (event time) roll over, so keys are admitted, evicted and re-admitted all
+// the time, often while another thread is routing the slot's previous key. Checked:
+// - on an exclusive lane, an episode's stamps read 0, 1, 2, ... in the order the lane routed
+//   them (an event whose slot changes hands mid-call must not take one of the new episode's
+//   numbers, nor give one back after another thread took the next);
+// - on the shared overflow lane, an episode's stamps from all its threads are 0 to n-1, each once;
+// - an episode belongs to one key: an event is never stamped with another key's episode (a
+//   slot that went to another key and back within one call once allowed it).
+namespace churn {
+
+struct record {  // 16 bytes
+    std::uint64_t episode;
+    std::uint32_t sequence;  // sequences stay far below 2^32 here
+    std::uint16_t lane;
+    std::uint16_t key;
+};
+
+struct result {
+    std::uint64_t stamped = 0;
+    std::uint64_t exclusive_episodes = 0;
+    std::uint64_t bad_first = 0;  // an exclusive lane's episode not starting at 0
+    std::uint64_t gaps = 0;       // an exclusive lane's stamp not following the one before
+    std::uint64_t shared_episodes = 0;
+    std::uint64_t shared_bad = 0;  // a shared-lane episode whose numbers are not 0..n-1 once each
+    std::uint64_t two_keys = 0;    // episodes stamped on events of two keys
+    std::uint64_t rounds = 0;
+};
+
+// One round: `threads` threads over a new router with `lanes` exclusive lanes until `deadline`
+// or until some thread has recorded `cap` stamps (the records bound the test's memory); adds
+// what it found to `r`.
+void round(int threads, std::uint32_t lanes, std::uint64_t seed,
+           std::chrono::steady_clock::time_point deadline, result& r) {
     keyroute::salting_config c;
     c.partitions = 16;
     c.threshold = 8;
     c.window = std::chrono::milliseconds(1);
     c.max_hot_keys = 1;  // one probe group of slots
-    c.lanes = 2;
+    c.lanes = lanes;
     c.producer_id = 7;
-    c.seed = 5;
+    c.seed = seed;
     router_type router(c);
-    const auto duration = stress_duration();
-
-    struct lane_check {
-        std::uint32_t lane = 0xffffffffU;
-        bool one_lane = true;
-        std::uint64_t stamped = 0;
-        std::uint64_t episodes = 0;
-        std::uint64_t bad_first = 0;  // an episode's first stamp on the lane is not sequence 0
-        std::uint64_t gaps = 0;       // a stamp that does not follow the episode's previous one
-    };
-    constexpr int threads = 2;
-    std::vector<lane_check> checks(threads);
+    constexpr std::size_t cap = std::size_t{1} << 20;  // 16 MiB of records per thread
+    std::vector<std::vector<record>> records(static_cast<std::size_t>(threads));
     std::atomic<bool> stop{false};
     std::vector<std::thread> pool;
-    pool.reserve(threads);
+    pool.reserve(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
-            lane_check& mine = checks[static_cast<std::size_t>(t)];
+            std::vector<record>& mine = records[static_cast<std::size_t>(t)];
+            mine.reserve(cap);
             std::vector<std::string> keys;
             for (int i = 0; i < 40; ++i) keys.push_back("warm-" + std::to_string(i));
-            std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 11);
-            // Per episode: the next sequence expected from this lane.
-            std::unordered_map<std::uint64_t, std::uint64_t> next;
-            std::uint64_t forgotten = 0;  // episodes up to this one were cleared from `next`
-            std::uint64_t newest = 0;
+            std::mt19937_64 rng(seed * 16 + static_cast<std::uint64_t>(t));
             const auto start = std::chrono::system_clock::time_point{} + std::chrono::hours(1);
             std::uint64_t i = 0;
             while (!stop.load(std::memory_order_relaxed)) {
                 // 64 events per millisecond of event time; the threads drift apart a little.
                 const auto now = start + std::chrono::microseconds(i++ * 1000 / 64);
-                const keyroute::route_decision d = router.decide(keys[rng() % keys.size()], now);
+                const auto k = static_cast<std::uint16_t>(rng() % keys.size());
+                const keyroute::route_decision d = router.decide(keys[k], now);
                 if (!d.stamp) continue;
-                ++mine.stamped;
-                if (mine.lane == 0xffffffffU) mine.lane = d.stamp.lane;
-                mine.one_lane = mine.one_lane && mine.lane == d.stamp.lane;
-                auto [it, fresh] = next.try_emplace(d.stamp.episode, 0);
-                newest = std::max(newest, d.stamp.episode);
-                if (fresh && d.stamp.episode > forgotten) {
-                    ++mine.episodes;
-                    if (d.stamp.sequence != 0) ++mine.bad_first;
-                } else if (fresh) {
-                    // seen before the map was cleared: its sequence so far is unknown
-                } else if (d.stamp.sequence != it->second) {
-                    ++mine.gaps;
-                }
-                it->second = d.stamp.sequence + 1;
-                if (next.size() > 4096) {  // bounded
-                    next.clear();
-                    forgotten = newest;
-                }
+                mine.push_back(record{d.stamp.episode, static_cast<std::uint32_t>(d.stamp.sequence),
+                                      d.stamp.lane, k});
+                if (mine.size() == cap) stop.store(true, std::memory_order_relaxed);
             }
         });
     }
-    std::this_thread::sleep_for(duration);
+    while (!stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     stop.store(true);
     for (auto& th : pool) th.join();
-    for (const lane_check& lc : checks) {
-        CAPTURE(lc.lane, lc.stamped, lc.episodes, lc.bad_first, lc.gaps);
-        CHECK(lc.one_lane);
-        CHECK(lc.episodes > 100);  // the table did churn
-        CHECK(lc.bad_first == 0);
-        CHECK(lc.gaps == 0);
+
+    std::vector<record> all;
+    std::size_t total = 0;
+    for (const auto& mine : records) total += mine.size();
+    all.reserve(total);
+    for (auto& mine : records) {
+        r.stamped += mine.size();
+        // Exclusive lanes: each thread has its own, and its records are in routing order.
+        std::unordered_map<std::uint64_t, std::uint64_t> next;
+        for (const record& x : mine) {
+            if (x.lane == lanes) continue;  // the shared lane, checked below
+            auto [it, fresh] = next.try_emplace(x.episode, 0);
+            if (fresh) {
+                ++r.exclusive_episodes;
+                if (x.sequence != 0) ++r.bad_first;
+            } else if (x.sequence != it->second) {
+                ++r.gaps;
+            }
+            it->second = x.sequence + 1;
+        }
+        all.insert(all.end(), mine.begin(), mine.end());
+        std::vector<record>().swap(mine);
+    }
+    // By episode, then lane, then sequence: the shared lane's numbers of an episode must run
+    // 0, 1, 2, ...; every record of an episode must name the same key.
+    std::sort(all.begin(), all.end(), [](const record& a, const record& b) {
+        return std::tie(a.episode, a.lane, a.sequence) < std::tie(b.episode, b.lane, b.sequence);
+    });
+    for (std::size_t i = 0; i < all.size();) {
+        std::size_t j = i;
+        bool two_keys = false;
+        while (j < all.size() && all[j].episode == all[i].episode) {
+            two_keys = two_keys || all[j].key != all[i].key;
+            if (all[j].lane == lanes) {
+                const std::size_t first = j;
+                bool bad = false;
+                for (; j < all.size() && all[j].episode == all[i].episode; ++j) {
+                    bad = bad || all[j].sequence != j - first;
+                    two_keys = two_keys || all[j].key != all[i].key;
+                }
+                ++r.shared_episodes;
+                r.shared_bad += bad ? 1U : 0U;
+                break;  // the shared lane sorts last
+            }
+            ++j;
+        }
+        r.two_keys += two_keys ? 1U : 0U;
+        i = j;
+    }
+    ++r.rounds;
+}
+
+// Rounds until `duration` has passed.
+auto run(int threads, std::uint32_t lanes, std::chrono::milliseconds duration) -> result {
+    const auto deadline = std::chrono::steady_clock::now() + duration;
+    result r;
+    for (std::uint64_t seed = 1; seed == 1 || std::chrono::steady_clock::now() < deadline; ++seed)
+        round(threads, lanes, seed, deadline, r);
+    return r;
+}
+
+}  // namespace churn
+
+TEST_CASE("stress: slot churn, each lane's sequence of an episode starts at 0 without gaps",
+          "[stress][router][threads][stamp]") {
+    SECTION("two threads, each on its own lane") {
+        const churn::result r = churn::run(2, 2, stress_duration());
+        CAPTURE(r.rounds, r.stamped, r.exclusive_episodes, r.bad_first, r.gaps, r.two_keys);
+        CHECK(r.exclusive_episodes > 1000);  // the table did churn
+        CHECK(r.bad_first == 0);
+        CHECK(r.gaps == 0);
+        CHECK(r.two_keys == 0);
+    }
+    SECTION("three threads, two of them sharing the overflow lane") {
+        const churn::result r = churn::run(3, 1, stress_duration());
+        CAPTURE(r.rounds, r.stamped, r.exclusive_episodes, r.shared_episodes, r.shared_bad,
+                r.bad_first, r.gaps, r.two_keys);
+        CHECK(r.exclusive_episodes > 1000);
+        CHECK(r.shared_episodes > 1000);
+        CHECK(r.bad_first == 0);
+        CHECK(r.gaps == 0);
+        CHECK(r.shared_bad == 0);
+        CHECK(r.two_keys == 0);
     }
 }

@@ -1351,11 +1351,20 @@ private:
             // instead of starting from 0. Such a lane's word gets another tag. No other lane's
             // state is touched: a lane may be routing the slot's previous key right now.
             const std::uint64_t episode = m_admissions.fetch_add(1, std::memory_order_relaxed) + 1;
+            // The slot names no episode while it changes hands (0 is never one): a lane that
+            // reads the new fingerprint (m_fp's release below) reads 0 or the new episode, never
+            // the one before, so tracked() can tell an A -> B -> A change of the slot from
+            // "still A" (it checks that the episode it read is still there after the fingerprint).
+            e.episode.store(0, std::memory_order_relaxed);
             for (std::uint32_t l = 0; l <= m_lanes; ++l) {
                 std::atomic<std::uint64_t>& word =
                     m_slot_state[std::size_t{l} * m_slots + s].seq_word;
-                if ((word.load(std::memory_order_relaxed) & ~seq_mask) == tag24(episode))
-                    word.store(tag24(episode ^ 0x800000U), std::memory_order_relaxed);
+                // A compare-and-swap: a plain store could wipe a number the lane took meanwhile.
+                std::uint64_t v = word.load(std::memory_order_relaxed);
+                while ((v & ~seq_mask) == tag24(episode) &&
+                       !word.compare_exchange_weak(v, tag24(episode ^ 0x800000U),
+                                                   std::memory_order_relaxed)) {
+                }
             }
             m_fp[s].store(fp, std::memory_order_release);
             set_tag(s, fp);
@@ -1471,9 +1480,20 @@ private:
                                         route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{ln.index} * m_slots + slot];
-        // Acquire: a lane that reads a new episode also sees the new key's fingerprint, so the
-        // check at the end sends this event home and gives the sequence number back.
+        // The episode is the key's only if the slot held the key's fingerprint after the episode
+        // was published and the episode was still there after that (a seqlock on the episode:
+        // admit() sets it to 0 before the new fingerprint and to the new episode after it).
+        // Checked before the lane takes a sequence number: an event whose slot changed hands
+        // goes home unstamped and takes none, on the shared lane too, and an event of a key
+        // whose slot went to another key and back is never stamped with the other's episode.
         const std::uint64_t episode = e.episode.load(std::memory_order_acquire);
+        if (__builtin_expect(episode == 0 || m_fp[slot].load(std::memory_order_acquire) != fp ||
+                                 e.episode.load(std::memory_order_relaxed) != episode,
+                             0)) {
+            if (m_down_count.load(std::memory_order_relaxed) != 0)
+                d.partition = failover(d.home, fp);
+            return;
+        }
         const std::uint64_t episode_tag = tag24(episode);
         if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
             // The lane's first event of this episode (the slot may have held another key): it
@@ -1549,23 +1569,26 @@ private:
         if (!ln.shared) {
             ss.seq_word.store(tag | ((seq + 1) & seq_mask), std::memory_order_relaxed);
         } else {
-            while (!ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
-                                                      std::memory_order_relaxed)) {
-                seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
+            // On the shared lane another thread may already count a later episode of the slot
+            // (a new key's): this event's episode is then over on the lane, and restarting it
+            // would repeat sequences of both. Episodes in flight differ by far less than 2^23.
+            for (;;) {
+                const std::uint64_t ahead = ((old - tag) >> seq_bits) & 0xffffffU;
+                if (ahead != 0 && ahead < 0x800000U) {
+                    d.partition = d.home;
+                    d.salted = false;
+                    return;
+                }
+                seq = ahead == 0 ? old & seq_mask : 0;
+                if (ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
+                                                      std::memory_order_relaxed))
+                    break;
             }
         }
-        // If the slot was handed to another key meanwhile, this event was not really tracked:
-        // it goes home unstamped, and gives its sequence number back, since the episode read
-        // above may be the new key's (its first event on this lane must still get 0). Unless
-        // the word changed since: another thread on the shared lane took the next number, or an
-        // admission retagged it.
-        if (m_fp[slot].load(std::memory_order_acquire) != fp) {
-            std::uint64_t mine = tag | ((seq + 1) & seq_mask);
-            ss.seq_word.compare_exchange_strong(mine, old, std::memory_order_relaxed);
-            d.partition = d.home;
-            d.salted = false;
-            return;
-        }
+        // The slot may have been handed to another key since the check above, and the placement
+        // may then have read that key's state: harmless, since the stamp (this key's episode and
+        // number) orders the event wherever it goes. (Until 0.2.6 such an event went home
+        // unstamped, after taking a number: the episode's number on the lane then had a gap.)
         d.stamp.producer = m_producer;
         d.stamp.lane = static_cast<std::uint16_t>(ln.index);
         d.stamp.episode = episode;
