@@ -1304,13 +1304,21 @@ private:
         }
     }
 
-    /// A slot is live in window w while its key was admitted or hot in w or w - 1.
+    /// Whether window x is w or one of the `ahead` windows after it, computed modulo 2^64.
+    [[nodiscard]] static constexpr auto within(std::int64_t x, std::int64_t w,
+                                               std::uint64_t ahead) noexcept -> bool {
+        return static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(w) <= ahead;
+    }
+
+    /// A slot is live in window w while its key was admitted or hot in w - 1, w or w + 1. The
+    /// last happens to a lane whose event began in w as the router moved on and another lane
+    /// admitted the key or made it hot in the new window: the slot is live for that lane too
+    /// (until 0.2.6 it was not, and the lane could admit the key again: a new episode in the
+    /// middle of its runs).
     [[nodiscard]] static auto live(const entry& e, std::int64_t w) noexcept -> bool {
-        // x is w or w - 1 exactly when x - (w - 1), computed modulo 2^64, is 0 or 1.
-        const auto prev = static_cast<std::uint64_t>(w - 1);
-        const auto a = static_cast<std::uint64_t>(e.admit_window.load(std::memory_order_relaxed));
-        const auto hw = static_cast<std::uint64_t>(e.hot_window.load(std::memory_order_relaxed));
-        return a - prev <= 1 || hw - prev <= 1;
+        const auto prev = static_cast<std::int64_t>(static_cast<std::uint64_t>(w) - 1U);
+        return within(e.admit_window.load(std::memory_order_relaxed), prev, 2) ||
+               within(e.hot_window.load(std::memory_order_relaxed), prev, 2);
     }
 
     /// Tracks the key if its estimate truly reaches the admission level and a slot is free.
@@ -1324,8 +1332,12 @@ private:
         if (st == state_free) return true;
         if (st != state_live) return false;
         if (m_fp[s].load(std::memory_order_acquire) == fp || !live(e, w)) return true;
-        const std::int64_t hw = e.hot_window.load(std::memory_order_relaxed);
-        if (hw == w || hw == w - 1) return false;
+        // Spread in w - 1 or w, or admitted or hot in the window after this lane's.
+        const auto prev = static_cast<std::int64_t>(static_cast<std::uint64_t>(w) - 1U);
+        const auto next = static_cast<std::int64_t>(static_cast<std::uint64_t>(w) + 1U);
+        if (within(e.hot_window.load(std::memory_order_relaxed), prev, 2) ||
+            e.admit_window.load(std::memory_order_relaxed) == next)
+            return false;
         // Its events so far this window: counted since admission, estimated before.
         const std::uint64_t c = exact_count(e, w) + estimated_before(e, w);
         return 2 * c < estimate;
@@ -1537,7 +1549,8 @@ private:
                 hot_now(counted, w, at)) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
-                if (seen != w &&
+                // Only forward: a lane behind the router must not take back a later window's.
+                if (!within(seen, w, 1) &&
                     e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
                     e.hot_at.store(
                         tag24(static_cast<std::uint64_t>(w)) |
