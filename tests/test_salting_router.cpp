@@ -353,16 +353,27 @@ TEST_CASE(
     // first admission, in the group's first slot; another thread then churns 2^24 admissions
     // through the slots; then this thread's lane routes new keys, the first of them admitted
     // as episode 2^24 + 1 in the first stale slot, A's. Lanes tell episodes apart by 24 bits of
-    // the episode number: the new episode must not continue A's sequence.
+    // the episode number: the new episode must not continue A's sequence. Halfway, a third thread
+    // (on the shared overflow lane, which has routed no slot yet) routes a new key admitted as an
+    // episode past 2^23: its word's initial tag, 0, then looks like a later episode's, and until
+    // the shared lane's word was retagged at admission every event of it went home unstamped.
     auto c = router_config(4, 3, 2);
     c.max_hot_keys = 1;
     keyroute::salting_router<> router(c);
     constexpr std::int64_t minute_ms = 60000;
     for (int i = 0; i < 4; ++i) (void)router.decide("A", at(1000 + i));
+    std::vector<keyroute::route_decision> shared;
     std::thread churn([&] {
         // Exactly 2^24 admissions: the next one is episode 2^24 + 1, A's tag again.
         std::uint64_t last = 0;
         for (std::int64_t round = 1; last < (std::uint64_t{1} << 24U); ++round) {
+            if (shared.empty() && last > (std::uint64_t{1} << 23U) + 16U) {
+                std::thread third([&] {
+                    for (int e = 0; e < 4; ++e)
+                        shared.push_back(router.decide("S", at(2 * round * minute_ms + 100 + e)));
+                });
+                third.join();
+            }
             for (int k = 0; k < 8 && last < (std::uint64_t{1} << 24U); ++k) {
                 const std::string key = "k" + std::to_string(k);
                 for (int e = 0; e < 2 && last < (std::uint64_t{1} << 24U); ++e) {
@@ -373,6 +384,15 @@ TEST_CASE(
         }
     });
     churn.join();
+    REQUIRE(shared.size() == 4);
+    std::uint64_t next = 0;
+    for (const auto& d : shared) {
+        if (!d.stamp) continue;    // before "S" is admitted
+        CHECK(d.stamp.lane == 2);  // the shared lane
+        CHECK(d.stamp.episode > (std::uint64_t{1} << 23U));
+        CHECK(d.stamp.sequence == next++);
+    }
+    CHECK(next >= 2);  // admitted within its first two events, then stamped from 0
     const std::int64_t w = router.stats().window + 2;
     std::map<std::string, std::vector<std::uint64_t>> seqs;
     for (int k = 0; k < 8; ++k) {

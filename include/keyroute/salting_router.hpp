@@ -1304,21 +1304,15 @@ private:
         }
     }
 
-    /// Whether window x is w or one of the `ahead` windows after it, computed modulo 2^64.
-    [[nodiscard]] static constexpr auto within(std::int64_t x, std::int64_t w,
-                                               std::uint64_t ahead) noexcept -> bool {
-        return static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(w) <= ahead;
-    }
-
-    /// A slot is live in window w while its key was admitted or hot in w - 1, w or w + 1. The
-    /// last happens to a lane whose event began in w as the router moved on and another lane
-    /// admitted the key or made it hot in the new window: the slot is live for that lane too
+    /// A slot is live in window w while its key was admitted or hot in w - 1 or later. Later
+    /// than w happens to a lane whose event began in w as the router moved on and another lane
+    /// admitted the key or made it hot in a new window: the slot is live for that lane too
     /// (until 0.2.6 it was not, and the lane could admit the key again: a new episode in the
-    /// middle of its runs).
+    /// middle of its runs). No entry carries a window after the router's.
     [[nodiscard]] static auto live(const entry& e, std::int64_t w) noexcept -> bool {
         const auto prev = static_cast<std::int64_t>(static_cast<std::uint64_t>(w) - 1U);
-        return within(e.admit_window.load(std::memory_order_relaxed), prev, 2) ||
-               within(e.hot_window.load(std::memory_order_relaxed), prev, 2);
+        return e.admit_window.load(std::memory_order_relaxed) >= prev ||
+               e.hot_window.load(std::memory_order_relaxed) >= prev;
     }
 
     /// Tracks the key if its estimate truly reaches the admission level and a slot is free.
@@ -1332,11 +1326,11 @@ private:
         if (st == state_free) return true;
         if (st != state_live) return false;
         if (m_fp[s].load(std::memory_order_acquire) == fp || !live(e, w)) return true;
-        // Spread in w - 1 or w, or admitted or hot in the window after this lane's.
+        // Spread in w - 1 or later, or admitted after this lane's window.
         const auto prev = static_cast<std::int64_t>(static_cast<std::uint64_t>(w) - 1U);
         const auto next = static_cast<std::int64_t>(static_cast<std::uint64_t>(w) + 1U);
-        if (within(e.hot_window.load(std::memory_order_relaxed), prev, 2) ||
-            e.admit_window.load(std::memory_order_relaxed) == next)
+        if (e.hot_window.load(std::memory_order_relaxed) >= prev ||
+            e.admit_window.load(std::memory_order_relaxed) >= next)
             return false;
         // Its events so far this window: counted since admission, estimated before.
         const std::uint64_t c = exact_count(e, w) + estimated_before(e, w);
@@ -1372,10 +1366,17 @@ private:
                 std::atomic<std::uint64_t>& word =
                     m_slot_state[std::size_t{l} * m_slots + s].seq_word;
                 // A compare-and-swap: a plain store could wipe a number the lane took meanwhile.
+                // The shared lane's word is also retagged when its tag looks later than the new
+                // episode's (tracked() would then send every event of the episode home unstamped):
+                // no episode of the slot in flight is later, so such a word is stale (its initial
+                // 0 once episodes pass 2^23, or a tag left 2^23 or more admissions ago).
                 std::uint64_t v = word.load(std::memory_order_relaxed);
-                while ((v & ~seq_mask) == tag24(episode) &&
-                       !word.compare_exchange_weak(v, tag24(episode ^ 0x800000U),
-                                                   std::memory_order_relaxed)) {
+                for (;;) {
+                    const std::uint64_t ahead = ((v - tag24(episode)) >> seq_bits) & 0xffffffU;
+                    if (ahead != 0 && (l != m_lanes || ahead >= 0x800000U)) break;
+                    if (word.compare_exchange_weak(v, tag24(episode ^ 0x800000U),
+                                                   std::memory_order_relaxed))
+                        break;
                 }
             }
             m_fp[s].store(fp, std::memory_order_release);
@@ -1550,7 +1551,7 @@ private:
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 // Only forward: a lane behind the router must not take back a later window's.
-                if (!within(seen, w, 1) &&
+                if (seen < w &&
                     e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
                     e.hot_at.store(
                         tag24(static_cast<std::uint64_t>(w)) |
@@ -1588,7 +1589,9 @@ private:
             for (;;) {
                 const std::uint64_t ahead = ((old - tag) >> seq_bits) & 0xffffffU;
                 if (ahead != 0 && ahead < 0x800000U) {
-                    d.partition = d.home;
+                    d.partition = m_down_count.load(std::memory_order_relaxed) != 0
+                                      ? failover(d.home, fp)
+                                      : d.home;
                     d.salted = false;
                     return;
                 }
