@@ -1372,7 +1372,7 @@ private:
                 // 0 once episodes pass 2^23, or a tag left 2^23 or more admissions ago).
                 std::uint64_t v = word.load(std::memory_order_relaxed);
                 for (;;) {
-                    const std::uint64_t ahead = ((v - tag24(episode)) >> seq_bits) & 0xffffffU;
+                    const std::uint64_t ahead = tag_ahead(v, tag24(episode));
                     if (ahead != 0 && (l != m_lanes || ahead >= 0x800000U)) break;
                     if (word.compare_exchange_weak(v, tag24(episode ^ 0x800000U),
                                                    std::memory_order_relaxed))
@@ -1418,6 +1418,13 @@ private:
                 w);
         }
         return sum;
+    }
+
+    /// How many episodes the tag of a lane's sequence word is after `tag`, modulo 2^24 (0: the
+    /// same episode; 2^23 and above: an earlier one, episodes in flight being far closer).
+    [[nodiscard]] static constexpr auto tag_ahead(std::uint64_t word, std::uint64_t tag) noexcept
+        -> std::uint64_t {
+        return ((word - tag) >> seq_bits) & 0xffffffU;
     }
 
     /// A tag (an episode, a window) in the top 24 bits of a word whose low 40 bits count.
@@ -1503,8 +1510,7 @@ private:
         if (__builtin_expect(episode == 0 || m_fp[slot].load(std::memory_order_acquire) != fp ||
                                  e.episode.load(std::memory_order_relaxed) != episode,
                              0)) {
-            if (m_down_count.load(std::memory_order_relaxed) != 0)
-                d.partition = failover(d.home, fp);
+            d.partition = unplaced(d.home, fp);
             return;
         }
         const std::uint64_t episode_tag = tag24(episode);
@@ -1570,9 +1576,8 @@ private:
             const std::uint32_t part = continue_run(ln, ss, w);
             d.partition = part != no_slot ? part : place(ln, ss, e, w, counted, d.home);
             d.salted = true;
-        } else if (m_down_count.load(std::memory_order_relaxed) != 0 &&
-                   m_config.failover_cold_keys) {
-            d.partition = failover(d.home, fp);
+        } else {
+            d.partition = unplaced(d.home, fp);
         }
 
         // The stamp: (producer, lane, episode, sequence), the sequence restarting with each
@@ -1587,11 +1592,9 @@ private:
             // (a new key's): this event's episode is then over on the lane, and restarting it
             // would repeat sequences of both. Episodes in flight differ by far less than 2^23.
             for (;;) {
-                const std::uint64_t ahead = ((old - tag) >> seq_bits) & 0xffffffU;
+                const std::uint64_t ahead = tag_ahead(old, tag);
                 if (ahead != 0 && ahead < 0x800000U) {
-                    d.partition = m_down_count.load(std::memory_order_relaxed) != 0
-                                      ? failover(d.home, fp)
-                                      : d.home;
+                    d.partition = unplaced(d.home, fp);
                     d.salted = false;
                     return;
                 }
@@ -1786,6 +1789,13 @@ private:
         return best;
     }
 
+    /// Where an event the hot-key logic does not place goes: home, unless partitions are down
+    /// (then failover decides; one load when none is).
+    [[nodiscard]] auto unplaced(std::uint32_t home, std::uint64_t fp) const noexcept
+        -> std::uint32_t {
+        return m_down_count.load(std::memory_order_relaxed) != 0 ? failover(home, fp) : home;
+    }
+
     /// Where a cold key goes when failover is on and its home is unavailable: the available
     /// partition with the highest rendezvous score, so only the unavailable partition's keys move.
     [[nodiscard]] auto failover(std::uint32_t home, std::uint64_t h) const noexcept
@@ -1898,8 +1908,8 @@ private:
         }
         if (slot != no_slot) {
             tracked(ln, slot, fp, w, at, lv, d);
-        } else if (m_down_count.load(std::memory_order_relaxed) != 0) {
-            d.partition = failover(d.home, fp);
+        } else {
+            d.partition = unplaced(d.home, fp);
         }
         count(ln, w, d);
         return d;
