@@ -58,6 +58,13 @@
 #include <utility>
 #include <vector>
 
+/// A point on the route path where a test may pause the calling thread to force one
+/// interleaving of two threads (tests/test_interleavings.cpp defines it before including this
+/// header). Not an interface: it expands to nothing unless defined, and costs nothing then.
+#ifndef KEYROUTE_INTERLEAVING_POINT
+#define KEYROUTE_INTERLEAVING_POINT(name) static_cast<void>(0)
+#endif
+
 namespace keyroute {
 
 /// Configuration of a salting_router. Validated once, at construction.
@@ -1876,6 +1883,7 @@ private:
     [[gnu::always_inline]] auto decide_in(lane& ln, std::string_view key, std::int64_t w,
                                           const moment& at, const levels& lv) noexcept
         -> route_decision {
+        KEYROUTE_INTERLEAVING_POINT("decide_in");  // the lane's window w is known
         route_decision d;
         std::uint64_t h = 0;
         if constexpr (reuses_base_hash) {

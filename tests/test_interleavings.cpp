@@ -1,0 +1,108 @@
+// Interleavings of two threads that a stress test can only hope to hit, forced: the route path's
+// KEYROUTE_INTERLEAVING_POINT (salting_router.hpp) pauses one thread at a named point while the
+// other routes, then lets it go on. Deterministic: event times come from the test, and each
+// thread routes through its own lane.
+
+// Before the router's header: this test's pause points.
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+namespace interleave {
+
+// The point the armed thread stops at, once; 0 = none.
+inline std::atomic<const char*> target{nullptr};
+inline std::atomic<int> stage{0};  // 0: running, 1: paused at target, 2: released
+inline thread_local bool armed = false;
+
+inline void point(const char* name) {
+    const char* t = target.load();
+    if (!armed || t == nullptr || std::strcmp(name, t) != 0) return;
+    armed = false;
+    stage.store(1);
+    while (stage.load() != 2) std::this_thread::yield();
+}
+
+}  // namespace interleave
+
+#define KEYROUTE_INTERLEAVING_POINT(name) ::interleave::point(name)
+
+#include "keyroute_catch.hpp"
+
+#include <keyroute/salting_router.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+namespace {
+
+using clock_type = std::chrono::system_clock;
+
+auto at_window(std::int64_t w) -> clock_type::time_point {
+    return clock_type::time_point{std::chrono::minutes(w) + std::chrono::seconds(1)};
+}
+
+}  // namespace
+
+// 0.2.6's fix 3. A lane whose event began in window w as another thread moved the router to
+// w + 1 and admitted the event's key there: the slot is live for the late lane too, which
+// routes the event as the tracked key's; until 0.2.6 it saw the slot as stale, admitted the key
+// again with a new episode, and the key's stamps on the other lane restarted from 0 in the
+// middle of its runs.
+TEST_CASE("a lane left behind by a new window does not admit again a key admitted in it",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 2;  // admission at an estimate of 2, hot above 2 events
+    config.lanes = 2;
+    config.seed = 11;
+    config.producer_id = 5;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000000;
+    const std::string_view key = "tenant-7";
+
+    // Both lanes route in window w, so the late lane's levels for w count two active lanes
+    // (each sketch update then weighs 2: one event of a key reaches the admission level).
+    (void)router.route("warm-up-b", at_window(w));
+    keyroute::route_decision late{};
+    interleave::target.store("decide_in");
+    std::thread lane_a([&] {
+        (void)router.route("warm-up-a", at_window(w));
+        interleave::armed = true;
+        late = router.decide(key, at_window(w));  // pauses in decide_in, window w known
+    });
+    // The pause point must be reached (a route path that no longer passes it fails here, not
+    // by hanging).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (interleave::stage.load() != 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    const bool paused = interleave::stage.load() == 1;
+    if (!paused) {
+        interleave::stage.store(2);
+        lane_a.join();
+        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"decide_in\")");
+    }
+
+    // Meanwhile: the router moves to w + 1, where the key is admitted and turns hot.
+    keyroute::route_decision d{};
+    for (int i = 0; i < 8; ++i) d = router.decide(key, at_window(w + 1));
+    REQUIRE(d.salted);
+    REQUIRE(d.stamp);
+    const std::uint64_t episode = d.stamp.episode;
+    const std::uint64_t sequence = d.stamp.sequence;
+
+    interleave::stage.store(2);
+    lane_a.join();
+    interleave::target.store(nullptr);
+    interleave::stage.store(0);
+
+    // The late event counted as the tracked key's: stamped with the same episode.
+    CHECK(late.stamp);
+    CHECK(late.stamp.episode == episode);
+    // The key's runs go on in the same episode, its numbers where they left off.
+    const auto next = router.decide(key, at_window(w + 1));
+    CHECK(next.stamp.episode == episode);
+    CHECK(next.stamp.sequence == sequence + 1);
+    CHECK(router.stats().hot_keys.size() >= 1);
+}
