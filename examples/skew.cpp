@@ -86,8 +86,9 @@ routing:
   --scheme NAME       static hash: xxh3 (default, hash_partitioner<>), kafka (murmur2, Java
                       client), murmur3 (Pulsar), java (Pulsar JavaStringHash), crc32 and fnv1a
                       (librdkafka consistent and fnv1a)
-  --window SECONDS    counting window of both routers (default 60)
-  --rate EVENTS/S     event i happens at i / rate s (default: the input spans 4 windows)
+  --window SECONDS    counting window of both routers, whole milliseconds (default 60)
+  --rate EVENTS/S     event i happens at i / rate s (default: the input spans 4 windows; a
+                      rate that puts the last event past the clock's range is refused)
   --threshold N       keyroute's hot threshold, events per key per window (default 0 = auto)
   --seed-threshold N  the seed's threshold (default: a tenth of the mean events per partition
                       per window)
@@ -187,10 +188,19 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
                                   "' (xxh3, kafka, murmur3, java, crc32, fnv1a)");
             }
         } else if (a == "--window") {
-            o.window_s = parse_positive(a, value());
+            const char* value_text = value();
+            o.window_s = parse_positive(a, value_text);
             if (o.window_s < 0.001 || o.window_s > 86400.0 * 365) {
                 throw usage_error("--window needs seconds in [0.001, 31536000]");
             }
+            // The router's window is a whole number of milliseconds: refused rather than
+            // rounded, so the windows reported and the default rate are the routers' own.
+            const double ms = std::round(o.window_s * 1000);
+            if (std::fabs(o.window_s * 1000 - ms) > 1e-6 * ms) {
+                throw usage_error("--window needs a whole number of milliseconds, got '" +
+                                  std::string(value_text) + "'");
+            }
+            o.window_s = ms / 1000;
         } else if (a == "--rate") {
             o.rate = parse_positive(a, value());
         } else if (a == "--threshold") {
@@ -536,6 +546,19 @@ auto make_timeline(std::uint64_t events, double rate, double window_s) -> timeli
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::milliseconds(start_ms)));
     t.ns_per_event = 1e9 / rate;
+    // The last event's time must fit the clock, and the window count 32 bits (the seed's
+    // per-key counters keep a 32-bit window): a rate low enough to break either is refused.
+    const double span_ns = events == 0 ? 0.0 : static_cast<double>(events - 1) * t.ns_per_event;
+    const double room_ns =
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::time_point::max() - t.t0)
+                                .count());
+    if (!(span_ns < room_ns) || !(span_ns / static_cast<double>(t.window_ns) < 4294967295.0)) {
+        std::ostringstream msg;
+        msg << "--rate " << rate << " spreads " << events << " events over " << span_ns / 1e9
+            << " s: more than the clock or 2^32 windows of " << window_s << " s hold";
+        throw usage_error(msg.str());
+    }
     t.windows = events == 0 ? 0 : t.window(events - 1) + 1;
     return t;
 }
@@ -976,6 +999,16 @@ void print_json(std::ostream& out, const key_stream& s, const timeline& t, const
         const std::uint32_t id = a.hot_ids[h];
         out << (h == 0 ? "" : ",") << "{\"key\":";
         keyroute::detail::write_json_string(out, s.keys[id]);
+        if (!keyroute::detail::valid_utf8(s.keys[id])) {
+            // Bytes that are not UTF-8 are U+FFFD in "key": the exact bytes, in hex.
+            static constexpr char hex[] = "0123456789abcdef";
+            out << ",\"key_hex\":\"";
+            for (const char c : s.keys[id]) {
+                const auto u = static_cast<unsigned char>(c);
+                out << hex[u >> 4U] << hex[u & 0xfU];
+            }
+            out << '"';
+        }
         out << ",\"events\":" << s.key_events[id]
             << ",\"share\":" << share(s.key_events[id], n) / 100 << "}";
     }
@@ -1162,6 +1195,9 @@ int main(int argc, char** argv) {
                 o, s, partitions, t, rate, "fnv1a % n (rdkafka_fnv1a_partitioner)");
         return run<keyroute::hash_partitioner<>>(o, s, partitions, t, rate,
                                                  "fold32(xxh3) % n (hash_partitioner<>)");
+    } catch (const usage_error& e) {  // an option that does not fit the input (--rate)
+        std::fprintf(stderr, "skew: %s\n(skew --help lists the options)\n", e.what());
+        return 2;
     } catch (const input_error& e) {
         std::fprintf(stderr, "skew: %s\n", e.what());
         return 1;

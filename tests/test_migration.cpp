@@ -180,6 +180,30 @@ TEST_CASE("bad weights are rejected, naming the index and value", "[migration][c
     REQUIRE_THROWS_AS(keyroute::compare_partitioners(
                           a, b, keys, {std::numeric_limits<double>::infinity(), 1.0, 1.0}),
                       std::invalid_argument);
+    // Each weight finite, their sum not: the totals (and the JSON) would hold inf and NaN.
+    const double big = std::numeric_limits<double>::max();
+    REQUIRE_THROWS_WITH(keyroute::compare_partitioners(a, b, keys, {big, big, 1.0}),
+                        keyroute_test::contains("add up to more than a double holds"));
+    const auto r = keyroute::compare_partitioners(a, b, keys, {big / 4, big / 4, big / 4});
+    CHECK(std::isfinite(r.traffic));
+    CHECK((r.moved_traffic_share() >= 0 && r.moved_traffic_share() <= 1));
+}
+
+TEST_CASE("partitions past the listing limit are still known to be in their side", "[migration]") {
+    // The new side has 2^21 partitions, more than the report lists: an old partition is in both
+    // sides all the same, and the text calls none of them removed.
+    const keyroute::kafka_partitioner before(1000);
+    const keyroute::kafka_partitioner after(std::uint32_t{1} << 21U);
+    const auto r = keyroute::compare_partitioners(before, after, keyroute::generated_keys{20000});
+    REQUIRE_FALSE(r.partitions.empty());
+    for (const auto& f : r.partitions) {
+        CHECK(f.in_new);
+        CHECK(f.in_old == (f.partition < 1000));
+    }
+    std::ostringstream text;
+    r.write_text(text, r.partitions.size());
+    CHECK(text.str().find("(removed)") == std::string::npos);
+    CHECK(text.str().find("(added)") != std::string::npos);  // new ids keys went to
 }
 
 TEST_CASE("the text and JSON writers print the figures", "[migration][output]") {

@@ -35,8 +35,8 @@ namespace keyroute {
 /// count when the sample is unweighted).
 struct partition_flow {
     std::uint32_t partition = 0;  ///< the partition id
-    bool in_old = false;          ///< the old partitioner has this partition (when enumerable)
-    bool in_new = false;          ///< the new partitioner has this partition (when enumerable)
+    bool in_old = false;          ///< the old partitioner has this partition
+    bool in_new = false;          ///< the new partitioner has this partition
     std::uint64_t old_keys = 0;   ///< sampled keys the old partitioner routes here
     std::uint64_t new_keys = 0;   ///< sampled keys the new partitioner routes here
     std::uint64_t keys_in = 0;    ///< keys routed here now that went elsewhere before
@@ -57,7 +57,8 @@ struct migration_report {
     double moved_traffic = 0;      ///< weight of the keys whose partition changes
     bool weighted = false;         ///< per-key weights were given
     /// Sorted by id: every partition of either side (when the partitioner exposes `ids()`, or
-    /// has at most 2^20 partitions), and any other id a key was routed to.
+    /// has at most 2^20 partitions), and any other id a key was routed to. `in_old` and `in_new`
+    /// hold either way: a partitioner without `ids()` has the partitions [0, partitions()).
     std::vector<partition_flow> partitions;
 
     /// moved_keys / keys, in [0, 1]; 0 for an empty sample.
@@ -258,6 +259,13 @@ public:
     auto finish(bool weighted) -> migration_report {
         m_report.weighted = weighted;
         m_report.partitions = m_flows.take_sorted();
+        // Ids a side with more than 2^20 partitions did not list: membership is still known.
+        // (Until 0.2.7 they read as not in that side, and the text called the other side's
+        // partitions "removed" or "added" when the count went past 2^20.)
+        for (partition_flow& f : m_report.partitions) {
+            if constexpr (!has_ids<Old>::value) f.in_old = f.partition < m_old.partitions();
+            if constexpr (!has_ids<New>::value) f.in_new = f.partition < m_new.partitions();
+        }
         return std::move(m_report);
     }
 
@@ -288,7 +296,9 @@ struct is_key_range<Keys, std::void_t<decltype(std::begin(std::declval<const Key
 /// @param weights empty (each key weighs 1), or one weight per key, `weights[i]` for the i-th
 ///        key (e.g. its events per second): finite and >= 0.
 /// @throws std::invalid_argument if `weights` is neither empty nor as long as `keys`, or a
-///         weight is negative, infinite or NaN; the message names the index and value.
+///         weight is negative, infinite or NaN (the message names the index and value), or the
+///         weights add up to more than a double holds (every total of the report is then
+///         finite).
 /// Complexity: two routes per key, O(keys + partitions) memory. Thread-safe if the partitioners'
 /// `route()` is.
 template <class Old, class New, class Keys,
@@ -296,11 +306,19 @@ template <class Old, class New, class Keys,
 auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
                           const std::vector<double>& weights = {}) -> migration_report {
     constexpr const char* who = "keyroute::compare_partitioners";
+    double sum = 0;
     for (std::size_t i = 0; i < weights.size(); ++i) {
         if (!(weights[i] >= 0) || !std::isfinite(weights[i])) {
             std::ostringstream msg;
             msg << who << ": weights must be finite and >= 0, got weights[" << i
                 << "] = " << weights[i];
+            detail::invalid_argument(msg.str());
+        }
+        sum += weights[i];
+        if (!std::isfinite(sum)) {
+            std::ostringstream msg;
+            msg << who << ": the weights add up to more than a double holds (at weights[" << i
+                << "] = " << weights[i] << "); scale them down";
             detail::invalid_argument(msg.str());
         }
     }
