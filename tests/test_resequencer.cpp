@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -373,6 +374,7 @@ TEST_CASE("max_bytes counts EventSize plus the key; an oversized event is never 
     CHECK(gaps.back().last_missing == 2);
     CHECK(gaps.back().reason == gap_reason::full);
     CHECK(r.held_bytes() <= 20);
+    CHECK(r.held_events() == 2);  // the events held before it stay held
 }
 
 TEST_CASE("idle episodes are forgotten after episode_ttl or past max_idle_episodes",
@@ -559,6 +561,160 @@ TEST_CASE("a late event still held at the checkpoint is late again after restore
     CHECK(b.events() == std::vector<int>{20, 21, 11});
     CHECK(b.out.back().order == delivery_order::late);
     CHECK(b.gaps.empty());
+}
+
+namespace {
+
+// A resequencer of ints whose delivery sink throws when given `throw_on`, and whose gap sink
+// throws while `throw_gap` is set (once each).
+struct throwing_harness {
+    std::vector<int> got;
+    std::vector<delivery_order> orders;
+    std::vector<seen_gap> gaps;
+    int throw_on = -1;
+    bool throw_gap = false;
+    keyroute::resequencer<int> r;
+
+    explicit throwing_harness(const keyroute::resequencer_config& c)
+        : r(
+              c,
+              [this](keyroute::delivery<int>&& d) {
+                  if (d.event == throw_on) {
+                      throw_on = -1;
+                      throw std::runtime_error("delivery sink");
+                  }
+                  got.push_back(d.event);
+                  orders.push_back(d.order);
+              },
+              [this](const keyroute::gap_report& g) {
+                  if (throw_gap) {
+                      throw_gap = false;
+                      throw std::runtime_error("gap sink");
+                  }
+                  gaps.push_back({g.producer, g.lane, g.episode, g.first_missing, g.last_missing,
+                                  std::string(g.key), g.reason});
+              }) {}
+    throwing_harness(const throwing_harness&) = delete;
+    auto operator=(const throwing_harness&) -> throwing_harness& = delete;
+};
+
+}  // namespace
+
+TEST_CASE("a throwing sink loses only its event: what was ready goes at the next call",
+          "[ordering][resequencer]") {
+    SECTION("the sink throws on an event that a due event waits for") {
+        throwing_harness h(config(1000, ms(100)));
+        h.r.push("k", lane_a(2), 2, origin{1, 0}, ms(0));   // waits for 0 and 1
+        h.r.push("k", lane_a(1), 1, origin{2, 0}, ms(50));  // waits for 0
+        h.throw_on = 1;
+        // Sequence 2 is due: 0 is given up, 1 goes first, and the sink throws on it.
+        CHECK_THROWS_AS(h.r.advance_watermark(ms(100)), std::runtime_error);
+        CHECK(h.r.held_events() == 1);
+        // Until 0.2.7 sequence 2's deadline was gone: flush() left it held for good.
+        h.r.flush();
+        CHECK(h.r.held_events() == 0);
+        CHECK(h.got == std::vector<int>{2});
+    }
+    SECTION("the gap sink throws") {
+        throwing_harness h(config(1000, ms(100)));
+        h.r.push("k", lane_a(2), 2, origin{1, 0}, ms(0));
+        h.throw_gap = true;
+        CHECK_THROWS_AS(h.r.advance_watermark(ms(100)), std::runtime_error);
+        // Sequences 0 and 1 are given up all the same; sequence 2 goes at the next call.
+        h.r.push("other", stamp{}, 99, origin{5, 0}, ms(100));
+        CHECK(h.got == std::vector<int>{2, 99});
+        CHECK(h.r.held_events() == 0);
+        // A given-up sequence that turns up is late (until 0.2.7: in order, though reported).
+        CHECK(h.r.push("k", lane_a(0), 0, origin{3, 0}, ms(100)) == push_result::accepted);
+        CHECK(h.got.back() == 0);
+        CHECK(h.orders.back() == delivery_order::late);
+    }
+    SECTION("the sink throws half-way through a fifo's ready events") {
+        throwing_harness h(config(1000, ms(1000)));
+        for (int seq = 1; seq <= 3; ++seq) h.r.push("k", lane_a(seq), seq, origin{1, seq}, ms(0));
+        CHECK(h.r.held_events() == 3);
+        h.throw_on = 1;
+        CHECK_THROWS_AS(h.r.push("k", lane_a(0), 0, origin{1, 4}, ms(0)), std::runtime_error);
+        CHECK(h.got == std::vector<int>{0});
+        CHECK(h.r.held_events() == 2);
+        // 2 and 3 were ready: they go at the next call, before its own event (until 0.2.7
+        // they waited for their deadline).
+        h.r.push("other", stamp{}, 99, origin{5, 0}, ms(0));
+        CHECK(h.got == std::vector<int>{0, 2, 3, 99});
+        CHECK(h.r.held_events() == 0);
+    }
+}
+
+TEST_CASE("an oversized event goes at once after what it waits for, and nothing else",
+          "[ordering][resequencer]") {
+    struct payload_size {
+        auto operator()(const std::string& s) const noexcept -> std::size_t { return s.size(); }
+    };
+    for (const auto policy :
+         {keyroute::full_policy::release_early, keyroute::full_policy::refuse}) {
+        CAPTURE(static_cast<int>(policy));
+        auto c = config(1000, ms(1000));
+        c.max_bytes = 100;
+        c.on_full = policy;
+        std::vector<std::string> got;
+        std::vector<keyroute::gap_report> gaps;
+        keyroute::resequencer<std::string, payload_size> r(
+            c, [&](keyroute::delivery<std::string>&& d) { got.push_back(d.event); },
+            [&](const keyroute::gap_report& g) { gaps.push_back(g); });
+        // Unrelated held events (other keys and lanes), and two of the big event's own: its
+        // episode's sequence 1 on another partition, and an unstamped event ahead of it in its
+        // key and partition.
+        r.push("x", lane_b(1), "x1", origin{0, 0}, ms(0));
+        r.push("y", stamp{9, 9, 9, 5, true}, "y5", origin{1, 0}, ms(0));
+        r.push("k", lane_a(1), "k1", origin{2, 0}, ms(0));
+        r.push("k", lane_a(3), "k3", origin{3, 0}, ms(0));
+        r.push("k", stamp{}, "k-cold", origin{3, 1}, ms(0));  // behind k3 in partition 3
+        REQUIRE(r.held_events() == 5);
+        const std::string big(150, 'b');
+        // Sequence 4 of lane a, behind k-cold in partition 3: k3 (and so k1) and k-cold first.
+        CHECK(r.push("k", lane_a(4), big, origin{3, 2}, ms(0)) == push_result::accepted);
+        CHECK(got == std::vector<std::string>{"k1", "k3", "k-cold", big});
+        CHECK(r.held_events() == 2);  // x1 and y5 stay (until 0.2.7: released early, or refused)
+        for (const auto& g : gaps) CHECK(g.lane == 0);  // only lane a's sequences 0 and 2
+    }
+}
+
+TEST_CASE("an offset of 2^63 - 1 is refused before anything changes", "[ordering][resequencer]") {
+    harness h(config());
+    const auto last = std::numeric_limits<std::int64_t>::max();
+    // One past it would be the partition's next offset (until 0.2.7: a signed overflow, after
+    // which the partition had no committable offset and re-reads were not recognised).
+    CHECK_THROWS_WITH(h.unstamped("k", 0, last, 1), keyroute_test::contains("below 2^63 - 1"));
+    CHECK(h.r.stats().pushed == 0);
+    CHECK_FALSE(h.r.committable_offset(0).has_value());
+    CHECK(h.unstamped("k", 0, last - 1, 2) == push_result::accepted);
+    CHECK(h.r.committable_offset(0) == last);
+    CHECK(h.unstamped("k", 0, last - 1, 2) == push_result::duplicate);
+}
+
+TEST_CASE("restore keeps an episode that held events until they are re-read",
+          "[ordering][resequencer]") {
+    auto c = config(1000, ms(1000));
+    c.max_idle_episodes = 1;
+    harness a(c);
+    a.stamped("a", lane_a(0), 0, 0, 0);              // delivered
+    a.stamped("a", lane_a(2), 1, 0, 2);              // held: waits for 1
+    for (std::uint16_t lane = 1; lane <= 5; ++lane)  // five other episodes, idle
+        a.stamped("b", stamp{9, lane, 1, 0, true}, 3, lane - 1, 100 + lane);
+    const auto cp = a.r.checkpoint();
+    harness b(c);
+    b.r.restore(cp);
+    // A new episode before the replay: with one idle episode allowed, lane a's must survive.
+    b.stamped("c", stamp{11, 0, 1, 0, true}, 4, 0, 200);
+    CHECK(b.stamped("a", lane_a(2), 1, 0, 2) == push_result::accepted);  // the re-read
+    CHECK(b.stamped("a", lane_a(1), 2, 0, 1) == push_result::accepted);
+    // 1 then 2 at once, no gap: as without the restart (until 0.2.7 lane a's episode was
+    // forgotten, 2 waited max_delay and 0, delivered before the restart, was reported missing).
+    CHECK(b.events() == std::vector<int>{200, 1, 2});
+    CHECK(b.gaps.empty());
+    CHECK(b.r.held_events() == 0);
+    // Once re-read, the episode is idle again and counts against max_idle_episodes.
+    CHECK(b.r.remembered_episodes() <= 2);
 }
 
 // ---------------------------------------------------------------------------------------------

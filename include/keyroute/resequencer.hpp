@@ -207,6 +207,10 @@ struct resequencer_checkpoint {
         std::chrono::milliseconds last_time{};
         std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;  ///< ranges, for `late`
         std::vector<std::uint64_t> delivered_ahead;  ///< above next_sequence, already delivered
+        /// Its events held at the checkpoint that have an offset (the replay re-reads them):
+        /// restore() remembers the episode at least until they are re-read. 0 in checkpoints
+        /// of keyroute 0.2.6 and earlier, which did not have the field.
+        std::uint64_t held_events = 0;
     };
     std::chrono::milliseconds watermark = std::chrono::milliseconds::min();
     std::vector<partition_state> partitions;
@@ -300,7 +304,9 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// @tparam EventSize counts a held event's bytes (plus the key's size) against max_bytes.
 ///
 /// Memory: at most `max_events` events and `max_bytes` bytes are ever held (one event larger
-/// than max_bytes on its own is never held: its gaps are given up and it is delivered at once);
+/// than max_bytes on its own is never held, under either full_policy: the held events it must
+/// follow, of its key and partition or earlier in its episode, are released first, then its
+/// gaps are given up and it is delivered at once; other held events stay);
 /// bookkeeping adds O(1) per held event, per remembered episode (bounded by the held events plus
 /// max_idle_episodes) and per partition seen.
 ///
@@ -320,7 +326,10 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 ///
 /// Sinks run inside push(), advance_watermark() and flush(); they should not throw. An exception
 /// from a sink propagates out of that call; the event being delivered is lost to the
-/// resequencer, which stays usable (releases it had queued continue at the next call).
+/// resequencer, which stays usable: events that were ready go at the start of the next call,
+/// before its own work, and every held event keeps its deadline. A gap whose report threw
+/// stays given up (its sequences come `late`). When push() throws, stats().pushed tells whether
+/// its event was taken (it counts the event once taken; taken, it was held or delivered).
 ///
 /// Thread-safety: not thread-safe; one consumer thread (see the file comment).
 template <class Event, class EventSize = sizeof_event>
@@ -390,12 +399,9 @@ public:
     void advance_watermark(time_type w) {
         const reentry_guard guard(*this);
         if (w > m_watermark) m_watermark = w;
+        resume_after_exception();
         while (!m_deadlines.empty() && m_deadlines.front().deadline <= m_watermark) {
-            const deadline_item item = m_deadlines.front();
-            std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
-            m_deadlines.pop_back();
-            if (is_pending(item.slot, item.serial))
-                force(item.slot, item.serial, gap_reason::timeout);
+            release_due(gap_reason::timeout);
         }
         forget_idle_episodes();
     }
@@ -404,13 +410,8 @@ public:
     /// (gap_reason::flush). Use at shutdown when the buffered events must be processed anyway.
     void flush() {
         const reentry_guard guard(*this);
-        while (!m_deadlines.empty()) {
-            const deadline_item item = m_deadlines.front();
-            std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
-            m_deadlines.pop_back();
-            if (is_pending(item.slot, item.serial))
-                force(item.slot, item.serial, gap_reason::flush);
-        }
+        resume_after_exception();
+        while (!m_deadlines.empty()) release_due(gap_reason::flush);
         forget_idle_episodes();
     }
 
@@ -461,13 +462,15 @@ public:
                 if (slot == tombstone) out.delivered_ahead.push_back(seq);
             }
             if (ep.finished) out.delivered_ahead.push_back(last_sequence);
+            out.held_events = ep.pinned;  // re-reads still to come after an earlier restore
             cp.episodes.push_back(std::move(out));
         }
         // A late event still held is not delivered: after a restore it must count as late again.
         for (const auto& e : m_slots) {
-            if (e->serial == 0 || !e->late) continue;
+            if (e->serial == 0 || e->episode == nullptr) continue;
             const std::size_t i = index.at(e->episode->id);
-            cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
+            if (e->source.offset >= 0) ++cp.episodes[i].held_events;
+            if (e->late) cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
         }
         return cp;
     }
@@ -498,8 +501,20 @@ public:
             ep.given_up = e.given_up;
             for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
             after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
-            idle_push_back(ep);
+            // An episode that held events is remembered until they are re-read, as it would
+            // have been without the restart (until 0.2.7 every restored episode was idle, and
+            // with more than max_idle_episodes of them the replay could forget one whose events
+            // it had yet to re-read: they then started a new episode, waited max_delay, and
+            // sequences delivered before the restart were reported missing).
+            ep.pinned = e.held_events;
+            if (ep.pinned != 0) {
+                ++m_pinned_episodes;
+            } else {
+                idle_push_back(ep);
+            }
         }
+        for (const auto& [partition, ps] : m_partitions) m_rereads_left += ps.rereads.size();
+        if (m_rereads_left == 0) unpin_all();
         forget_idle_episodes();
     }
 
@@ -565,6 +580,7 @@ private:
         bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
         std::map<std::uint64_t, std::uint32_t> held;  // sequence -> slot, or tombstone
         std::size_t refs = 0;                         // held entries pointing here
+        std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
         std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;
         episode_state* idle_prev = nullptr;
@@ -594,7 +610,7 @@ private:
 
     class reentry_guard {
     public:
-        explicit reentry_guard(resequencer& r) : m_r(r) {
+        explicit reentry_guard(resequencer& r) : m_r(r), m_unwinding(std::uncaught_exceptions()) {
             if (m_r.m_busy) detail::reentered();
             m_r.m_busy = true;
         }
@@ -603,11 +619,28 @@ private:
         ~reentry_guard() {
             m_r.m_busy = false;
             m_r.m_scanning = nullptr;  // in case a sink threw mid-scan
+            // A sink threw (or an allocation failed): a scan or a cascade may have stopped
+            // half-way, with events ready to go still held. The next call looks again.
+            if (std::uncaught_exceptions() > m_unwinding) m_r.m_interrupted = true;
         }
 
     private:
         resequencer& m_r;
+        int m_unwinding;
     };
+
+    // After a call that a sink's exception cut short: every fifo is scanned again, so what was
+    // ready to go when the exception struck goes now (O(held events), once per exception).
+    void resume_after_exception() {
+        if (!m_interrupted) return;
+        m_interrupted = false;
+        for (const auto& [hash, chain] : m_fifos) {
+            for (fifo* q = chain; q != nullptr; q = q->chain) {
+                if (q->size() != 0) mark_dirty(*q);
+            }
+        }
+        cascade();
+    }
 
     // The outcome of looking at an event before changing any state.
     enum class verdict { duplicate, deliver, hold };
@@ -624,6 +657,12 @@ private:
     auto push_impl(std::string_view key, const stamp& st, E& event, const origin& source,
                    time_type time) -> push_result {
         const reentry_guard guard(*this);
+        if (source.offset == std::numeric_limits<std::int64_t>::max()) {
+            detail::invalid_argument(
+                "keyroute resequencer::push: origin.offset must be below 2^63 - 1 (one past it "
+                "is the partition's next offset), got 9223372036854775807");
+        }
+        resume_after_exception();
         const std::uint64_t key_hash = fifo_hash(key, source.partition);
         std::size_t bytes = 0;
         bool sized = false;
@@ -643,15 +682,20 @@ private:
                 bytes = static_cast<std::size_t>(m_event_size(std::as_const(event))) + key.size();
                 sized = true;
             }
-            const std::size_t room = m_config.max_bytes - std::min(m_bytes, m_config.max_bytes);
-            if (m_events < m_config.max_events && bytes <= room) {
-                accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
+            if (bytes > m_config.max_bytes) {
+                // Too big to ever be held, under either policy: what it waits for goes first
+                // (one event at a time, then it is classified again), then it goes, its gaps
+                // given up. Until 0.2.7 it was only delivered once nothing at all was held:
+                // every unrelated held event was released first (each with a `full` gap), or,
+                // under `refuse`, it was refused while anything was held.
+                if (force_ahead_of(p, st)) continue;
+                accept_oversized(key, st, event, source, time, p);
                 forget_idle_episodes();
                 return push_result::accepted;
             }
-            if (m_events == 0) {
-                // Too big to ever be held: give up its gap and deliver it now.
-                accept_oversized(key, st, event, source, time, p);
+            const std::size_t room = m_config.max_bytes - std::min(m_bytes, m_config.max_bytes);
+            if (m_events < m_config.max_events && bytes <= room) {
+                accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
                 forget_idle_episodes();
                 return push_result::accepted;
             }
@@ -661,6 +705,25 @@ private:
             }
             release_oldest(gap_reason::full);
         }
+    }
+
+    // Releases one held event that an event about to be delivered at once must follow: the
+    // first of its fifo (same key, same partition, read before it), else the lowest held
+    // sequence of its episode below its own. False when there is none.
+    auto force_ahead_of(const plan& p, const stamp& st) -> bool {
+        if (p.queue != nullptr && p.queue->size() != 0) {
+            const std::uint32_t slot = p.queue->items[p.queue->head];
+            force(slot, m_slots[slot]->serial, gap_reason::full);
+            return true;
+        }
+        if (p.episode == nullptr || p.late) return false;
+        for (const auto& [seq, slot] : p.episode->held) {
+            if (seq >= st.sequence) break;
+            if (slot == tombstone) continue;
+            force(slot, m_slots[slot]->serial, gap_reason::full);
+            return true;
+        }
+        return false;
     }
 
     [[nodiscard]] static auto fifo_hash(std::string_view key, std::uint32_t partition) noexcept
@@ -749,8 +812,26 @@ private:
     void note_offset(const origin& source, bool reread) {
         if (source.offset < 0) return;
         partition_state& ps = m_partitions[source.partition];
-        if (reread) ps.rereads.erase(source.offset);
+        if (reread && ps.rereads.erase(source.offset) != 0 && --m_rereads_left == 0) unpin_all();
         if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
+    }
+
+    // A re-read event of an episode that held events at the restored checkpoint.
+    void unpin_one(episode_state& ep, bool reread) {
+        if (!reread || ep.pinned == 0) return;
+        if (--ep.pinned == 0) --m_pinned_episodes;
+    }
+
+    // Every offset held at the checkpoint is re-read: no episode waits for a re-read any more
+    // (one whose events went to another episode's count, or whose stamps changed, included).
+    void unpin_all() {
+        if (m_pinned_episodes == 0) return;
+        for (auto& [id, ep] : m_episodes) {
+            if (ep.pinned == 0) continue;
+            ep.pinned = 0;
+            if (ep.refs == 0) idle_push_back(ep);
+        }
+        m_pinned_episodes = 0;
     }
 
     auto episode_for(const stamp& st, std::string_view key, time_type time, episode_state* known)
@@ -807,7 +888,8 @@ private:
                 step_next(*ep);
                 after_advance(*ep, 0);
             }
-            if (ep->refs == 0) idle_push_back(*ep);
+            unpin_one(*ep, p.reread);
+            if (ep->refs == 0 && ep->pinned == 0) idle_push_back(*ep);
         }
         deliver(Event(std::forward<E>(event)), key, st, source, time,
                 p.late ? delivery_order::late : delivery_order::in_order);
@@ -824,9 +906,13 @@ private:
             give_up_below(ep, st.sequence, gap_reason::full);
             step_next(ep);
             after_advance(ep, 0);
-            if (ep.refs == 0) idle_push_back(ep);
+            unpin_one(ep, p.reread);
+            if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
         } else if (st) {
-            remove_given_up(episode_for(st, key, time, p.episode), st.sequence);
+            episode_state& ep = episode_for(st, key, time, p.episode);
+            remove_given_up(ep, st.sequence);
+            unpin_one(ep, p.reread);
+            if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
         }
         deliver(Event(std::forward<E>(event)), key, st, source, time,
                 p.late ? delivery_order::late : delivery_order::in_order);
@@ -878,6 +964,7 @@ private:
                 ep.held.emplace(st.sequence, slot);
             }
             if (ep.refs++ == 0) idle_unlink(ep);
+            unpin_one(ep, p.reread);
         }
         if (source.offset >= 0) {
             partition_state& ps = m_partitions[source.partition];
@@ -915,15 +1002,24 @@ private:
         std::make_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
     }
 
+    // Releases the event of the earliest deadline (after what it waits for), or drops the
+    // deadline if its event is gone. The deadline leaves the heap only once its event is
+    // released: if a sink throws while force() delivers what the event waits for, the event
+    // keeps its deadline (until 0.2.7 it was popped first, and the event could stay held for
+    // good, out of reach of advance_watermark and flush).
+    void release_due(gap_reason why) {
+        const deadline_item item = m_deadlines.front();
+        if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, why);
+        // force() leaves the heap as it was (nothing is held meanwhile): `item` is still first.
+        std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
+        m_deadlines.pop_back();
+    }
+
     void release_oldest(gap_reason why) {
         while (!m_deadlines.empty()) {
-            const deadline_item item = m_deadlines.front();
-            std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
-            m_deadlines.pop_back();
-            if (is_pending(item.slot, item.serial)) {
-                force(item.slot, item.serial, why);
-                return;
-            }
+            const bool pending = is_pending(m_deadlines.front().slot, m_deadlines.front().serial);
+            release_due(why);
+            if (pending) return;
         }
     }
 
@@ -973,8 +1069,9 @@ private:
             }
             const std::uint64_t upto =
                 first == ep.held.end() ? limit : std::min(limit, first->first);
-            report_gap(ep, ep.next, upto - 1, why);
-            ep.next = upto;
+            const std::uint64_t from = ep.next;
+            ep.next = upto;  // before the gap sink runs: if it throws, the range is given up
+            report_gap(ep, from, upto - 1, why);
         }
         after_advance(ep, 0);
     }
@@ -1096,7 +1193,7 @@ private:
                     ep.held[e.st.sequence] = tombstone;
                 }
             }
-            if (--ep.refs == 0) idle_push_back(ep);
+            if (--ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
         }
         if (e.source.offset >= 0) {
             partition_state& ps = m_partitions[e.source.partition];
@@ -1221,6 +1318,9 @@ private:
     std::vector<fifo*> m_emptied;
     std::vector<const stamp*> m_seen;
     fifo* m_scanning = nullptr;
+    bool m_interrupted = false;         // a sink threw: see resume_after_exception
+    std::size_t m_rereads_left = 0;     // offsets held at the restored checkpoint, not re-read
+    std::size_t m_pinned_episodes = 0;  // episodes with re-reads still to come
 
     episode_state* m_idle_head = nullptr;
     episode_state* m_idle_tail = nullptr;
