@@ -548,7 +548,13 @@ auto make_timeline(std::uint64_t events, double rate, double window_s) -> timeli
     t.ns_per_event = 1e9 / rate;
     // The last event's time must fit the clock, and the window count 32 bits (the seed's
     // per-key counters keep a 32-bit window): a rate low enough to break either is refused.
-    const double span_ns = events == 0 ? 0.0 : static_cast<double>(events - 1) * t.ns_per_event;
+    if (!std::isfinite(t.ns_per_event)) {
+        std::ostringstream msg;
+        msg << "--rate " << rate << " is too low: one event every " << 1 / rate
+            << " s does not fit the clock";
+        throw usage_error(msg.str());
+    }
+    const double span_ns = events <= 1 ? 0.0 : static_cast<double>(events - 1) * t.ns_per_event;
     const double room_ns =
         static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::system_clock::time_point::max() - t.t0)

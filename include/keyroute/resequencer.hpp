@@ -329,7 +329,10 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// resequencer, which stays usable: events that were ready go at the start of the next call,
 /// before its own work, and every held event keeps its deadline. A gap whose report threw
 /// stays given up (its sequences come `late`). When push() throws, stats().pushed tells whether
-/// its event was taken (it counts the event once taken; taken, it was held or delivered).
+/// its event was taken (it counts the event once taken; taken, it was held or delivered); an
+/// event whose copy or move throws is not taken. An allocation that fails inside the
+/// resequencer (std::bad_alloc) is another matter: the state may then be inconsistent, and the
+/// resequencer must be discarded (restore the last checkpoint into a new one).
 ///
 /// Thread-safety: not thread-safe; one consumer thread (see the file comment).
 template <class Event, class EventSize = sizeof_event>
@@ -619,8 +622,8 @@ private:
         ~reentry_guard() {
             m_r.m_busy = false;
             m_r.m_scanning = nullptr;  // in case a sink threw mid-scan
-            // A sink threw (or an allocation failed): a scan or a cascade may have stopped
-            // half-way, with events ready to go still held. The next call looks again.
+            // A sink threw: a scan or a cascade may have stopped half-way, with events ready
+            // to go still held. The next call looks again.
             if (std::uncaught_exceptions() > m_unwinding) m_r.m_interrupted = true;
         }
 
@@ -671,6 +674,16 @@ private:
             if (p.what == verdict::duplicate) {
                 ++m_stats.pushed;
                 ++m_stats.duplicates;
+                if (p.reread) {
+                    // Held at the checkpoint, yet a duplicate by its stamp (another copy came
+                    // first): re-read all the same, or committable_offset would stay on it.
+                    note_offset(source, true);
+                    if (p.episode != nullptr) {
+                        unpin_one(*p.episode, true);
+                        if (p.episode->refs == 0 && p.episode->pinned == 0)
+                            idle_push_back(*p.episode);
+                    }
+                }
                 return push_result::duplicate;
             }
             if (p.what == verdict::deliver) {
@@ -688,7 +701,7 @@ private:
                 // given up. Until 0.2.7 it was only delivered once nothing at all was held:
                 // every unrelated held event was released first (each with a `full` gap), or,
                 // under `refuse`, it was refused while anything was held.
-                if (force_ahead_of(p, st)) continue;
+                if (clear_ahead_of(key, st, time, p)) continue;
                 accept_oversized(key, st, event, source, time, p);
                 forget_idle_episodes();
                 return push_result::accepted;
@@ -707,23 +720,39 @@ private:
         }
     }
 
-    // Releases one held event that an event about to be delivered at once must follow: the
-    // first of its fifo (same key, same partition, read before it), else the lowest held
-    // sequence of its episode below its own. False when there is none.
-    auto force_ahead_of(const plan& p, const stamp& st) -> bool {
-        if (p.queue != nullptr && p.queue->size() != 0) {
-            const std::uint32_t slot = p.queue->items[p.queue->head];
-            force(slot, m_slots[slot]->serial, gap_reason::full);
-            return true;
+    // One step towards delivering at once an event that can never be held: releases the first
+    // held event it must follow (of its fifo, one that rules 2 makes it wait for; else its
+    // episode's lowest held sequence below its own), or else gives up its episode's missing
+    // sequences below it. False when nothing is left ahead of it. All of it happens before
+    // the event is taken, so a sink that throws here leaves the event with the caller.
+    auto clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p)
+        -> bool {
+        if (p.queue != nullptr) {
+            const fifo& q = *p.queue;
+            for (std::size_t i = q.head; i < q.items.size(); ++i) {
+                const entry& y = *m_slots[q.items[i]];
+                if (!st || !y.st || blocks_stamp(y.st, st)) {
+                    force(q.items[i], y.serial, gap_reason::full);
+                    return true;
+                }
+            }
         }
-        if (p.episode == nullptr || p.late) return false;
-        for (const auto& [seq, slot] : p.episode->held) {
-            if (seq >= st.sequence) break;
-            if (slot == tombstone) continue;
-            force(slot, m_slots[slot]->serial, gap_reason::full);
-            return true;
+        if (!st || p.late) return false;
+        if (p.episode != nullptr) {
+            for (const auto& [seq, slot] : p.episode->held) {
+                if (seq >= st.sequence) break;
+                if (slot == tombstone) continue;
+                force(slot, m_slots[slot]->serial, gap_reason::full);
+                return true;
+            }
+            if (p.episode->next >= st.sequence) return false;
+        } else if (st.sequence == 0) {
+            return false;
         }
-        return false;
+        episode_state& ep = episode_for(st, key, time, p.episode);
+        if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
+        give_up_below(ep, st.sequence, gap_reason::full);
+        return true;
     }
 
     [[nodiscard]] static auto fifo_hash(std::string_view key, std::uint32_t partition) noexcept
@@ -877,6 +906,7 @@ private:
     template <class E>
     void accept_and_deliver(std::string_view key, const stamp& st, E& event, const origin& source,
                             time_type time, const plan& p) {
+        Event ev(std::forward<E>(event));  // first: if it throws, nothing has changed
         ++m_stats.pushed;
         note_offset(source, p.reread);
         episode_state* ep = nullptr;
@@ -891,7 +921,7 @@ private:
             unpin_one(*ep, p.reread);
             if (ep->refs == 0 && ep->pinned == 0) idle_push_back(*ep);
         }
-        deliver(Event(std::forward<E>(event)), key, st, source, time,
+        deliver(std::move(ev), key, st, source, time,
                 p.late ? delivery_order::late : delivery_order::in_order);
         cascade();
     }
@@ -899,6 +929,7 @@ private:
     template <class E>
     void accept_oversized(std::string_view key, const stamp& st, E& event, const origin& source,
                           time_type time, const plan& p) {
+        Event ev(std::forward<E>(event));  // first: if it throws, nothing has changed
         ++m_stats.pushed;
         note_offset(source, p.reread);
         if (st && !p.late) {
@@ -914,7 +945,7 @@ private:
             unpin_one(ep, p.reread);
             if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
         }
-        deliver(Event(std::forward<E>(event)), key, st, source, time,
+        deliver(std::move(ev), key, st, source, time,
                 p.late ? delivery_order::late : delivery_order::in_order);
         cascade();
     }
@@ -922,12 +953,17 @@ private:
     template <class E>
     void accept_and_hold(std::string_view key, std::uint64_t h, const stamp& st, E& event,
                          const origin& source, time_type time, const plan& p, std::size_t bytes) {
+        const std::uint32_t slot = allocate_slot();
+        entry& e = *m_slots[slot];
+        try {
+            e.event.emplace(std::forward<E>(event));  // first: if it throws, nothing has changed
+        } catch (...) {
+            m_free.push_back(slot);
+            throw;
+        }
         ++m_stats.pushed;
         ++m_stats.held;
         note_offset(source, p.reread);
-        const std::uint32_t slot = allocate_slot();
-        entry& e = *m_slots[slot];
-        e.event.emplace(std::forward<E>(event));
         e.st = st;
         e.source = source;
         e.time = time;
@@ -1070,7 +1106,15 @@ private:
             const std::uint64_t upto =
                 first == ep.held.end() ? limit : std::min(limit, first->first);
             const std::uint64_t from = ep.next;
-            ep.next = upto;  // before the gap sink runs: if it throws, the range is given up
+            // The episode moves past the range (and the sequences delivered ahead right after
+            // it) before the gap sink runs: if it throws, the range is given up all the same,
+            // and the next call finds the event at the new next sequence ready.
+            ep.next = upto;
+            while (!ep.finished && !ep.held.empty() && ep.held.begin()->first == ep.next &&
+                   ep.held.begin()->second == tombstone) {
+                ep.held.erase(ep.held.begin());
+                step_next(ep);
+            }
             report_gap(ep, from, upto - 1, why);
         }
         after_advance(ep, 0);

@@ -81,6 +81,8 @@ elseif(CASE STREQUAL "bad_value")
   # A rate that puts the last event past the clock's range (about 31.7 years per event here).
   run(2 --events 1000 --rate 0.000000001)
   expect("${ERR}" "--rate 1e-09 spreads 1000 events over .* s: more than the clock" "stderr")
+  run(2 --events 1 --rate 1e-300)
+  expect("${ERR}" "--rate 1e-300 is too low: one event every 1e\\+300 s" "stderr")
 elseif(CASE STREQUAL "unreadable_file")
   run(1 ${WORK}/does-not-exist.txt)
   expect("${ERR}" "skew: cannot open '.*does-not-exist.txt': No such file or directory" "stderr")
