@@ -738,6 +738,23 @@ TEST_CASE("an oversized event goes at once after what it waits for, and nothing 
     }
 }
 
+TEST_CASE("a re-read offset that is a duplicate by its stamp does not hold back the commit",
+          "[ordering][resequencer]") {
+    harness a(config());
+    a.stamped("a", lane_a(0), 0, 0, 0);
+    a.stamped("a", lane_a(2), 1, 0, 2);  // held at the checkpoint
+    harness b(config());
+    b.r.restore(a.r.checkpoint());
+    CHECK(b.r.committable_offset(1) == 0);
+    // A broken producer contract: the same stamp on another partition, read first.
+    CHECK(b.stamped("a", lane_a(2), 2, 0, 2) == push_result::accepted);
+    CHECK(b.stamped("a", lane_a(2), 1, 0, 2) == push_result::duplicate);  // the re-read
+    // The re-read happened: partition 1's commit moves past it (until 0.2.7 it stayed at 0).
+    CHECK(b.r.committable_offset(1) == 1);
+    CHECK(b.stamped("a", lane_a(1), 3, 0, 1) == push_result::accepted);
+    CHECK(b.events() == std::vector<int>{1, 2});
+}
+
 TEST_CASE("an offset of 2^63 - 1 is refused before anything changes", "[ordering][resequencer]") {
     harness h(config());
     const auto last = std::numeric_limits<std::int64_t>::max();
