@@ -63,6 +63,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <map>
@@ -955,12 +956,16 @@ private:
                          const origin& source, time_type time, const plan& p, std::size_t bytes) {
         const std::uint32_t slot = allocate_slot();
         entry& e = *m_slots[slot];
+#if KEYROUTE_HAS_EXCEPTIONS
         try {
             e.event.emplace(std::forward<E>(event));  // first: if it throws, nothing has changed
         } catch (...) {
             m_free.push_back(slot);
             throw;
         }
+#else
+        e.event.emplace(std::forward<E>(event));
+#endif
         ++m_stats.pushed;
         ++m_stats.held;
         note_offset(source, p.reread);
