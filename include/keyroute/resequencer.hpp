@@ -331,7 +331,8 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// before its own work, and every held event keeps its deadline. A gap whose report threw
 /// stays given up (its sequences come `late`). When push() throws, stats().pushed tells whether
 /// its event was taken (it counts the event once taken; taken, it was held or delivered); an
-/// event whose copy or move throws is not taken. An allocation that fails inside the
+/// event whose copy or move throws is not taken, and a held event whose move throws as it is
+/// released stays held. An allocation that fails inside the
 /// resequencer (std::bad_alloc) is another matter: the state may then be inconsistent, and the
 /// resequencer must be discarded (restore the last checkpoint into a new one).
 ///
@@ -684,6 +685,7 @@ private:
                         if (p.episode->refs == 0 && p.episode->pinned == 0)
                             idle_push_back(*p.episode);
                     }
+                    forget_idle_episodes();
                 }
                 return push_result::duplicate;
             }
@@ -717,7 +719,14 @@ private:
                 ++m_stats.refused;
                 return push_result::refused;
             }
-            release_oldest(gap_reason::full);
+            if (!release_oldest(gap_reason::full)) {
+                // Nothing left to release, yet no room (a limit the accounting cannot meet):
+                // delivered at once like an event too big to hold, rather than a loop forever.
+                if (clear_ahead_of(key, st, time, p)) continue;
+                accept_oversized(key, st, event, source, time, p);
+                forget_idle_episodes();
+                return push_result::accepted;
+            }
         }
     }
 
@@ -1056,12 +1065,13 @@ private:
         m_deadlines.pop_back();
     }
 
-    void release_oldest(gap_reason why) {
+    auto release_oldest(gap_reason why) -> bool {
         while (!m_deadlines.empty()) {
             const bool pending = is_pending(m_deadlines.front().slot, m_deadlines.front().serial);
             release_due(why);
-            if (pending) return;
+            if (pending) return true;
         }
+        return false;
     }
 
     // Moves the episode's next sequence on by one. Past last_sequence there is nothing to expect:
@@ -1211,6 +1221,8 @@ private:
     // Removes the event at items[pos] of its fifo from every index and delivers it.
     void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
         entry& e = *m_slots[slot];
+        // First: an Event whose move throws stays held, with its deadline, and nothing changes.
+        Event ev(std::move(*e.event));
         fifo& q = *e.queue;
         if (pos == q.head) {
             ++q.head;
@@ -1257,7 +1269,6 @@ private:
         const stamp st = e.st;
         const origin source = e.source;
         const time_type time = e.time;
-        Event ev(std::move(*e.event));
         e.event.reset();
         e.serial = 0;
         e.queue = nullptr;
@@ -1271,10 +1282,11 @@ private:
 
     void deliver(Event&& ev, std::string_view key, const stamp& st, const origin& source,
                  time_type time, delivery_order order) {
+        delivery_type d{std::move(ev), key, st, source, time, order};
         ++m_stats.delivered;
         if (order == delivery_order::late) ++m_stats.late;
         if (order == delivery_order::out_of_order) ++m_stats.out_of_order;
-        m_on_delivery(delivery_type{std::move(ev), key, st, source, time, order});
+        m_on_delivery(std::move(d));
     }
 
     // The first held event that `slot` waits for, or no_slot. Gives up missing sequences of its
