@@ -512,11 +512,7 @@ public:
             // it had yet to re-read: they then started a new episode, waited max_delay, and
             // sequences delivered before the restart were reported missing).
             ep.pinned = e.held_events;
-            if (ep.pinned != 0) {
-                ++m_pinned_episodes;
-            } else {
-                idle_push_back(ep);
-            }
+            idle_if_unused(ep);
         }
         for (const auto& [partition, ps] : m_partitions) m_rereads_left += ps.rereads.size();
         if (m_rereads_left == 0) unpin_all();
@@ -682,8 +678,7 @@ private:
                     note_offset(source, true);
                     if (p.episode != nullptr) {
                         unpin_one(*p.episode, true);
-                        if (p.episode->refs == 0 && p.episode->pinned == 0)
-                            idle_push_back(*p.episode);
+                        idle_if_unused(*p.episode);
                     }
                     forget_idle_episodes();
                 }
@@ -698,71 +693,58 @@ private:
                 bytes = static_cast<std::size_t>(m_event_size(std::as_const(event))) + key.size();
                 sized = true;
             }
-            if (bytes > m_config.max_bytes) {
-                // Too big to ever be held, under either policy: what it waits for goes first
-                // (one event at a time, then it is classified again), then it goes, its gaps
-                // given up. Until 0.2.7 it was only delivered once nothing at all was held:
-                // every unrelated held event was released first (each with a `full` gap), or,
-                // under `refuse`, it was refused while anything was held.
-                if (clear_ahead_of(key, st, time, p)) continue;
-                accept_oversized(key, st, event, source, time, p);
-                forget_idle_episodes();
-                return push_result::accepted;
-            }
-            const std::size_t room = m_config.max_bytes - std::min(m_bytes, m_config.max_bytes);
-            if (m_events < m_config.max_events && bytes <= room) {
-                accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
-                forget_idle_episodes();
-                return push_result::accepted;
-            }
-            if (m_config.on_full == full_policy::refuse) {
-                ++m_stats.refused;
-                return push_result::refused;
-            }
-            if (!release_oldest(gap_reason::full)) {
-                // Nothing left to release, yet no room (a limit the accounting cannot meet):
+            if (bytes <= m_config.max_bytes) {
+                const std::size_t room = m_config.max_bytes - std::min(m_bytes, m_config.max_bytes);
+                if (m_events < m_config.max_events && bytes <= room) {
+                    accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
+                    forget_idle_episodes();
+                    return push_result::accepted;
+                }
+                if (m_config.on_full == full_policy::refuse) {
+                    ++m_stats.refused;
+                    return push_result::refused;
+                }
+                if (release_oldest(gap_reason::full)) continue;
+                // Nothing left to release, yet no room (only an accounting slip gets here):
                 // delivered at once like an event too big to hold, rather than a loop forever.
-                if (clear_ahead_of(key, st, time, p)) continue;
-                accept_oversized(key, st, event, source, time, p);
-                forget_idle_episodes();
-                return push_result::accepted;
             }
+            // Too big to ever be held, under either policy: what it must follow goes first, one
+            // step at a time (then it is classified again, and comes out deliverable). Until
+            // 0.2.7 it was only delivered once nothing at all was held: every unrelated held
+            // event was released first (each with a `full` gap), or, under `refuse`, it was
+            // refused while anything was held.
+            clear_ahead_of(key, st, time, p);
         }
     }
 
-    // One step towards delivering at once an event that can never be held: releases the first
-    // held event it must follow (of its fifo, one that rules 2 makes it wait for; else its
-    // episode's lowest held sequence below its own), or else gives up its episode's missing
-    // sequences below it. False when nothing is left ahead of it. All of it happens before
-    // the event is taken, so a sink that throws here leaves the event with the caller.
-    auto clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p)
-        -> bool {
+    // One step towards delivering at once an event classified `hold`: releases the first held
+    // event it must follow (of its fifo, one that rule 2 makes it wait for; else its episode's
+    // lowest held sequence below its own), or else gives up its episode's missing sequences
+    // below it. One of them is always there (an event with none of them ahead is deliverable,
+    // and classify() says so). All of it happens before the event is taken, so a sink that
+    // throws here leaves the event with the caller.
+    void clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p) {
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
             for (std::size_t i = q.head; i < q.items.size(); ++i) {
                 const entry& y = *m_slots[q.items[i]];
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
                     force(q.items[i], y.serial, gap_reason::full);
-                    return true;
+                    return;
                 }
             }
         }
-        if (!st || p.late) return false;
         if (p.episode != nullptr) {
             for (const auto& [seq, slot] : p.episode->held) {
                 if (seq >= st.sequence) break;
                 if (slot == tombstone) continue;
                 force(slot, m_slots[slot]->serial, gap_reason::full);
-                return true;
+                return;
             }
-            if (p.episode->next >= st.sequence) return false;
-        } else if (st.sequence == 0) {
-            return false;
         }
         episode_state& ep = episode_for(st, key, time, p.episode);
-        if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
+        idle_if_unused(ep);
         give_up_below(ep, st.sequence, gap_reason::full);
-        return true;
     }
 
     [[nodiscard]] static auto fifo_hash(std::string_view key, std::uint32_t partition) noexcept
@@ -856,21 +838,25 @@ private:
     }
 
     // A re-read event of an episode that held events at the restored checkpoint.
-    void unpin_one(episode_state& ep, bool reread) {
-        if (!reread || ep.pinned == 0) return;
-        if (--ep.pinned == 0) --m_pinned_episodes;
+    static void unpin_one(episode_state& ep, bool reread) noexcept {
+        if (reread && ep.pinned != 0) --ep.pinned;
     }
 
-    // Every offset held at the checkpoint is re-read: no episode waits for a re-read any more
-    // (one whose events went to another episode's count, or whose stamps changed, included).
+    // Every offset held at the checkpoint is re-read (once per restore): no episode waits for a
+    // re-read any more (one whose events went to another episode's count, or whose stamps
+    // changed, included).
     void unpin_all() {
-        if (m_pinned_episodes == 0) return;
         for (auto& [id, ep] : m_episodes) {
             if (ep.pinned == 0) continue;
             ep.pinned = 0;
-            if (ep.refs == 0) idle_push_back(ep);
+            idle_if_unused(ep);
         }
-        m_pinned_episodes = 0;
+    }
+
+    // An episode that neither holds events nor waits for re-reads goes to (or moves to the back
+    // of) the idle list, where forget_idle_episodes() may drop it.
+    void idle_if_unused(episode_state& ep) {
+        if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
     }
 
     auto episode_for(const stamp& st, std::string_view key, time_type time, episode_state* known)
@@ -929,31 +915,7 @@ private:
                 after_advance(*ep, 0);
             }
             unpin_one(*ep, p.reread);
-            if (ep->refs == 0 && ep->pinned == 0) idle_push_back(*ep);
-        }
-        deliver(std::move(ev), key, st, source, time,
-                p.late ? delivery_order::late : delivery_order::in_order);
-        cascade();
-    }
-
-    template <class E>
-    void accept_oversized(std::string_view key, const stamp& st, E& event, const origin& source,
-                          time_type time, const plan& p) {
-        Event ev(std::forward<E>(event));  // first: if it throws, nothing has changed
-        ++m_stats.pushed;
-        note_offset(source, p.reread);
-        if (st && !p.late) {
-            episode_state& ep = episode_for(st, key, time, p.episode);
-            give_up_below(ep, st.sequence, gap_reason::full);
-            step_next(ep);
-            after_advance(ep, 0);
-            unpin_one(ep, p.reread);
-            if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
-        } else if (st) {
-            episode_state& ep = episode_for(st, key, time, p.episode);
-            remove_given_up(ep, st.sequence);
-            unpin_one(ep, p.reread);
-            if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
+            idle_if_unused(*ep);
         }
         deliver(std::move(ev), key, st, source, time,
                 p.late ? delivery_order::late : delivery_order::in_order);
@@ -1087,14 +1049,19 @@ private:
         return ep.finished || seq < ep.next;
     }
 
-    // The episode's next sequence moved: skip tombstones, and wake the fifo of the next one if
-    // it is held. `after` is the serial of the event just released from a fifo being scanned.
-    void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
+    // Moves the episode's next sequence past the sequences already delivered ahead of it.
+    static void skip_delivered_ahead(episode_state& ep) {
         while (!ep.finished && !ep.held.empty() && ep.held.begin()->first == ep.next &&
                ep.held.begin()->second == tombstone) {
             ep.held.erase(ep.held.begin());
             step_next(ep);
         }
+    }
+
+    // The episode's next sequence moved: skip tombstones, and wake the fifo of the next one if
+    // it is held. `after` is the serial of the event just released from a fifo being scanned.
+    void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
+        skip_delivered_ahead(ep);
         if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
         const entry& nxt = *m_slots[ep.held.begin()->second];
         // A forward scan of the same fifo reaches events pushed after the one it released.
@@ -1125,11 +1092,7 @@ private:
             // it) before the gap sink runs: if it throws, the range is given up all the same,
             // and the next call finds the event at the new next sequence ready.
             ep.next = upto;
-            while (!ep.finished && !ep.held.empty() && ep.held.begin()->first == ep.next &&
-                   ep.held.begin()->second == tombstone) {
-                ep.held.erase(ep.held.begin());
-                step_next(ep);
-            }
+            skip_delivered_ahead(ep);
             report_gap(ep, from, upto - 1, why);
         }
         after_advance(ep, 0);
@@ -1254,7 +1217,8 @@ private:
                     ep.held[e.st.sequence] = tombstone;
                 }
             }
-            if (--ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
+            --ep.refs;
+            idle_if_unused(ep);
         }
         if (e.source.offset >= 0) {
             partition_state& ps = m_partitions[e.source.partition];
@@ -1379,9 +1343,8 @@ private:
     std::vector<fifo*> m_emptied;
     std::vector<const stamp*> m_seen;
     fifo* m_scanning = nullptr;
-    bool m_interrupted = false;         // a sink threw: see resume_after_exception
-    std::size_t m_rereads_left = 0;     // offsets held at the restored checkpoint, not re-read
-    std::size_t m_pinned_episodes = 0;  // episodes with re-reads still to come
+    bool m_interrupted = false;      // a sink threw: see resume_after_exception
+    std::size_t m_rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
 
     episode_state* m_idle_head = nullptr;
     episode_state* m_idle_tail = nullptr;
