@@ -231,3 +231,29 @@ TEST_CASE("a full queue is reported with the decision, which produce_to can retr
     CHECK(log.failures == 0U);
     CHECK(kt::read_all(cluster().bootstraps(), topic, partition_count).size() == 2U);
 }
+
+TEST_CASE("a stamped message to a partition past the topic's count fails once, cleanly",
+          "[kafka]") {
+    // librdkafka 2.0.2 freed its own copy of a V_HEADER list twice when the message failed at
+    // once (keyroute 0.2.7 sent a lone stamp that way): heap corruption, an abort or an
+    // AddressSanitizer report here. The topic's metadata must be known for the failure to be
+    // immediate: one message first.
+    const std::string topic = new_topic("pastcount");
+    kt::delivery_log log(1);
+    kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
+    REQUIRE(kk::produce_to(rk.get(), topic.c_str(), 0, a_stamp(), "k", "v", {},
+                           kt::delivery_log::opaque(0)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+    for (int i = 0; i < 3; ++i) {
+        CHECK(kk::produce_to(rk.get(), topic.c_str(), partition_count + 5, a_stamp(), "k", "v") ==
+              RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+        CHECK(kk::produce_to(rk.get(), topic.c_str(), partition_count, a_stamp(), "k", "v",
+                             {{"trace-id", "abc"}}) == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    }
+    // A salting router built for more partitions than the topic has fails the same way.
+    const auto r =
+        kk::produce_to(rk.get(), topic.c_str(), partition_count, keyroute::stamp{}, "k", "v");
+    CHECK(r == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    CHECK(rd_kafka_outq_len(rk.get()) == 0);
+    CHECK(log.by_id[0].count == 1);
+}

@@ -27,10 +27,12 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -124,24 +126,167 @@ inline auto key_view(const void* key, std::size_t len) noexcept -> std::string_v
     return {static_cast<const char*>(key), len};
 }
 
-/// The partition of `key` among `partition_cnt`: `own` when the count matches, else a
-/// partitioner built for that count (no shared state, so safe from any thread).
-template <class Partitioner>
-auto route_for_count(const Partitioner& own, std::string_view key,
-                     std::int32_t partition_cnt) noexcept -> std::int32_t {
-    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
-    const auto n = static_cast<std::uint32_t>(partition_cnt);
-    if (n == own.partitions()) return static_cast<std::int32_t>(own.route(key));
-#if KEYROUTE_HAS_EXCEPTIONS
-    try {
-        return static_cast<std::int32_t>(Partitioner(n).route(key));
-    } catch (...) {
-        return RD_KAFKA_PARTITION_UA;  // a count this scheme rejects; librdkafka's own answer
+template <class P, class = void>
+struct has_table_size : std::false_type {};  // maglev_partitioner
+template <class P>
+struct has_table_size<P, std::void_t<decltype(std::declval<const P&>().table_size())>>
+    : std::true_type {};
+template <class P, class = void>
+struct has_key_groups : std::false_type {};  // key_group_partitioner
+template <class P>
+struct has_key_groups<P, std::void_t<decltype(std::declval<const P&>().max_key_groups())>>
+    : std::true_type {};
+template <class P, class = void>
+struct has_hash_function : std::false_type {};
+template <class P>
+struct has_hash_function<P, std::void_t<decltype(std::declval<const P&>().hash_function())>>
+    : std::true_type {};
+template <class P, class = void>
+struct has_ids : std::false_type {};  // maglev_partitioner, rendezvous_partitioner
+template <class P>
+struct has_ids<P, std::void_t<decltype(std::declval<const P&>().ids())>> : std::true_type {};
+template <class P, class = void>
+struct has_weighted : std::false_type {};  // rendezvous_partitioner
+template <class P>
+struct has_weighted<P, std::void_t<decltype(std::declval<const P&>().weighted())>>
+    : std::true_type {};
+template <class P, class = void>
+struct has_max_partitions : std::false_type {};
+template <class P>
+struct has_max_partitions<P, std::void_t<decltype(P::max_partitions)>> : std::true_type {};
+
+/// Whether `own` is defined by its partition count and settings alone (ids 0..n-1, equal
+/// weights), so that the same scheme at another count exists. A partitioner over an id set of
+/// the user's choosing, or weighted, has no counterpart at another count.
+template <class P>
+auto follows_count(const P& own) noexcept -> bool {
+    if constexpr (has_weighted<P>::value) {
+        if (own.weighted()) return false;
     }
-#else
-    return static_cast<std::int32_t>(Partitioner(n).route(key));
-#endif
+    if constexpr (has_ids<P>::value) {
+        std::uint32_t expected = 0;
+        for (const auto id : own.ids()) {
+            if (id != expected++) return false;
+        }
+    }
+    return true;
 }
+
+/// Whether `P` accepts `n` partitions with `own`'s settings, checked before building one so that
+/// builds without exceptions do not abort on a count the scheme rejects.
+template <class P>
+auto accepts_count(const P& own, std::uint32_t n) noexcept -> bool {
+    if constexpr (has_max_partitions<P>::value) {
+        if (n > P::max_partitions) return false;
+    }
+    if constexpr (has_table_size<P>::value) {
+        if (n > own.table_size()) return false;
+    }
+    if constexpr (has_key_groups<P>::value) {
+        if (n > own.max_key_groups()) return false;
+    }
+    static_cast<void>(own);
+    return n > 0;
+}
+
+/// `own`'s scheme at `n` partitions, with `own`'s settings: its hash functor (a seed), maglev's
+/// table size, the number of key groups. A partitioner of the user's own is built as `P(n)`,
+/// or `P(n, own.hash_function())` when it has both.
+/// @throws what the constructor throws (a rejected count; std::bad_alloc).
+template <class P>
+auto rebuilt_for(const P& own, std::uint32_t n) -> P {
+    if constexpr (has_table_size<P>::value && has_hash_function<P>::value) {
+        return P(n, own.table_size(), own.hash_function());
+    } else if constexpr (has_key_groups<P>::value && has_hash_function<P>::value) {
+        return P(n, own.max_key_groups(), own.hash_function());
+    } else if constexpr (has_hash_function<P>::value) {
+        if constexpr (std::is_constructible_v<P, std::uint64_t, decltype(own.hash_function())>) {
+            return P(n, own.hash_function());
+        } else {
+            return P(n);
+        }
+    } else {
+        static_cast<void>(own);
+        return P(n);
+    }
+}
+
+/// What the partitioner callbacks share: the configured partitioner, answering for its own
+/// count, and the same scheme (same settings) at the counts librdkafka passes when the topic's
+/// count differs (it grew), built once per count and kept: a maglev table or a rendezvous id
+/// list is not rebuilt per message. Lookups are lock-free (acquire loads); a build allocates,
+/// once per count, on the first call at that count; up to `cached_counts` counts are kept, and
+/// any further count builds on the stack per call.
+///
+/// A partitioner over a chosen id set, or weighted, has no counterpart at another count: it
+/// answers as configured when its answer is below the count, else RD_KAFKA_PARTITION_UA.
+template <class Partitioner>
+class count_router {
+public:
+    static constexpr std::size_t cached_counts = 4;
+
+    explicit count_router(Partitioner own)
+        : m_own(std::move(own)),
+          m_follows_count(follows_count(m_own)) {}
+    count_router(const count_router&) = delete;
+    auto operator=(const count_router&) -> count_router& = delete;
+    ~count_router() {
+        for (auto& slot : m_cache) delete slot.load(std::memory_order_relaxed);
+    }
+
+    [[nodiscard]] auto own() const noexcept -> const Partitioner& { return m_own; }
+
+    /// The partition of `key` among `partition_cnt`; RD_KAFKA_PARTITION_UA when `partition_cnt`
+    /// <= 0 or the scheme has no answer at that count.
+    auto route(std::string_view key, std::int32_t partition_cnt) const noexcept -> std::int32_t {
+        if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
+        const auto n = static_cast<std::uint32_t>(partition_cnt);
+        if (n == m_own.partitions()) return static_cast<std::int32_t>(m_own.route(key));
+        if (!m_follows_count) {
+            const std::uint32_t p = m_own.route(key);
+            return p < n ? static_cast<std::int32_t>(p) : RD_KAFKA_PARTITION_UA;
+        }
+        if (!accepts_count(m_own, n)) return RD_KAFKA_PARTITION_UA;
+        for (const auto& slot : m_cache) {
+            const entry* e = slot.load(std::memory_order_acquire);
+            if (e == nullptr) break;
+            if (e->count == n) return static_cast<std::int32_t>(e->partitioner.route(key));
+        }
+#if KEYROUTE_HAS_EXCEPTIONS
+        try {
+            return build(key, n);
+        } catch (...) {
+            return RD_KAFKA_PARTITION_UA;  // allocation failed, or a count the scheme rejects
+        }
+#else
+        return build(key, n);
+#endif
+    }
+
+private:
+    struct entry {
+        std::uint32_t count;
+        Partitioner partitioner;
+    };
+
+    auto build(std::string_view key, std::uint32_t n) const -> std::int32_t {
+        auto fresh = std::make_unique<entry>(entry{n, rebuilt_for(m_own, n)});
+        const auto p = static_cast<std::int32_t>(fresh->partitioner.route(key));
+        for (auto& slot : m_cache) {
+            const entry* expected = nullptr;
+            if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
+                fresh.release();  // owned by the cache now
+                break;
+            }
+            if (expected->count == n) break;  // another thread cached this count meanwhile
+        }
+        return p;  // a full cache: built for this call only
+    }
+
+    Partitioner m_own;
+    bool m_follows_count;
+    mutable std::array<std::atomic<const entry*>, cached_counts> m_cache{};
+};
 
 inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
                     std::size_t size) noexcept {
@@ -164,8 +309,9 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
 ///      count (else the message fails with RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION).
 /// @returns RD_KAFKA_RESP_ERR_NO_ERROR when queued; RD_KAFKA_RESP_ERR__INVALID_ARG for a null
 ///          `rk`/`topic`/header name or a negative partition; otherwise librdkafka's error.
-/// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute when there
-/// are no extra headers; with extra headers, one librdkafka header list (owned by the message).
+/// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute for a message
+/// without headers; with a stamp or extra headers, one librdkafka header list (owned by the
+/// message once queued; freed here if producing fails).
 [[nodiscard]] inline auto produce_to(rd_kafka_t* rk, const char* topic, std::int32_t partition,
                                      const keyroute::stamp& s, std::string_view key,
                                      std::string_view value, header_list extra = {},
@@ -192,10 +338,14 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
     vus[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
     vus[n++].u.ptr = opaque;
 
+    // Headers always go in a list of ours (V_HEADERS), never as V_HEADER: for V_HEADER,
+    // librdkafka 2.0.2's rd_kafka_produceva builds a list it owns and, when the message then
+    // fails at once (a partition >= the topic's count, an unknown topic), frees that list twice
+    // (heap corruption; found under AddressSanitizer). A V_HEADERS list is only taken over on
+    // success, so on failure it is ours to free, once.
     rd_kafka_headers_t* list = nullptr;
-    if (!extra.empty()) {
-        // V_HEADER and V_HEADERS must not be mixed: with extras, everything goes in one list.
-        list = rd_kafka_headers_new(extra.size() + 1);
+    if (!extra.empty() || s) {
+        list = rd_kafka_headers_new(extra.size() + (s ? 1U : 0U));
         for (const auto& h : extra) {
             const auto err = rd_kafka_header_add(list, h.name, -1, h.value.data(),
                                                  static_cast<ssize_t>(h.value.size()));
@@ -214,11 +364,6 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
         }
         vus[n].vtype = RD_KAFKA_VTYPE_HEADERS;
         vus[n++].u.headers = list;
-    } else if (s) {
-        vus[n].vtype = RD_KAFKA_VTYPE_HEADER;
-        vus[n].u.header.name = stamp_name;
-        vus[n].u.header.val = bytes.data();
-        vus[n++].u.header.size = static_cast<ssize_t>(bytes.size);
     }
 
     rd_kafka_error_t* error = rd_kafka_produceva(rk, vus.data(), n);
@@ -286,9 +431,11 @@ template <class Router, class TimePoint>
 ///
 /// Partition count: librdkafka passes the topic's count with every call. When it equals
 /// `partitioner().partitions()` the stored partitioner answers (no allocation, no lock); when it
-/// differs (the topic grew), a partitioner for that count is built on the stack for the call, so
-/// the result always equals `Partitioner(partition_cnt).route(key)`, like librdkafka's own
-/// partitioners. There is no cache, hence no shared mutable state.
+/// differs (the topic grew), the same scheme with the same settings (hash functor and seed,
+/// maglev's table size, key groups) at that count answers, built on the first call at that count
+/// and kept (see detail::count_router; lock-free lookups, no allocation after the first call).
+/// A partitioner over an id set of your choosing, or weighted, has no counterpart at another
+/// count: it answers as configured where that is below the count, else RD_KAFKA_PARTITION_UA.
 ///
 /// NULL keys follow librdkafka's convention: a random available partition
 /// (rd_kafka_msg_partitioner_random). librdkafka itself sends keyless messages to its sticky
@@ -296,28 +443,32 @@ template <class Router, class TimePoint>
 /// An empty non-NULL key is hashed like any other key (as librdkafka's murmur2 and fnv1a do).
 ///
 /// @pre The object outlives every topic created from the configured topic conf, and nothing else
-///      uses that conf's topic opaque (use stateless_partitioner_cb if something does).
-/// Thread-safety: immutable after construction; librdkafka may call it from any thread.
+///      uses that conf's topic opaque (use stateless_partitioner_cb if something does). It can be
+///      neither copied nor moved (the conf holds its address), and `install()` on a temporary
+///      does not compile.
+/// Thread-safety: librdkafka may call it from any thread.
 template <class Partitioner>
 class partitioner_cb {
     static_assert(detail::check_static_partitioner<Partitioner>());
 
 public:
     /// @throws std::invalid_argument as `Partitioner(partitions)`.
-    explicit partitioner_cb(std::uint64_t partitions) : m_partitioner(partitions) {}
-    explicit partitioner_cb(Partitioner partitioner) : m_partitioner(std::move(partitioner)) {}
+    explicit partitioner_cb(std::uint64_t partitions) : m_router(Partitioner(partitions)) {}
+    explicit partitioner_cb(Partitioner partitioner) : m_router(std::move(partitioner)) {}
 
     /// Sets this object as `conf`'s partitioner callback and topic opaque.
-    void install(rd_kafka_topic_conf_t* conf) const noexcept {
+    void install(rd_kafka_topic_conf_t* conf) const& noexcept {
         rd_kafka_topic_conf_set_partitioner_cb(conf, &callback);
         rd_kafka_topic_conf_set_opaque(conf, const_cast<partitioner_cb*>(this));
     }
+    /// A temporary would leave the conf pointing at a destroyed object.
+    void install(rd_kafka_topic_conf_t* conf) const&& = delete;
 
     /// The partition of a (non-NULL) key among `partition_cnt`; RD_KAFKA_PARTITION_UA when
-    /// `partition_cnt` <= 0 or the scheme rejects it.
+    /// `partition_cnt` <= 0 or the scheme has no answer at that count.
     [[nodiscard]] auto partition(std::string_view key, std::int32_t partition_cnt) const noexcept
         -> std::int32_t {
-        return detail::route_for_count(m_partitioner, key, partition_cnt);
+        return m_router.route(key, partition_cnt);
     }
 
     /// The function installed with rd_kafka_topic_conf_set_partitioner_cb; `rkt_opaque` must be
@@ -325,6 +476,7 @@ public:
     static auto callback(const rd_kafka_topic_t* rkt, const void* key, std::size_t keylen,
                          std::int32_t partition_cnt, void* rkt_opaque, void* msg_opaque) noexcept
         -> std::int32_t {
+        if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
         if (key == nullptr) {
             return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
                                                    msg_opaque);
@@ -333,10 +485,10 @@ public:
             ->partition(detail::key_view(key, keylen), partition_cnt);
     }
 
-    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_partitioner; }
+    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_router.own(); }
 
 private:
-    Partitioner m_partitioner;
+    detail::count_router<Partitioner> m_router;
 };
 
 /// A partitioner callback for the C API that needs no object and leaves the topic opaque free:
@@ -345,18 +497,30 @@ private:
 ///         &keyroute::kafka::stateless_partitioner_cb<keyroute::kafka_partitioner>);
 ///
 /// Builds `Partitioner(partition_cnt)` on the stack on every call: O(1) and allocation-free for
-/// keyroute's hash partitioners, a little slower than partitioner_cb. NULL keys as partitioner_cb.
+/// keyroute's hash partitioners (hash_partitioner with a default-constructed hash functor, the
+/// Kafka and Pulsar schemes, jump, key groups at their default count). Schemes that build a table
+/// or an id list per instance (maglev, rendezvous) do not compile here: use partitioner_cb.
+/// NULL keys as partitioner_cb.
 template <class Partitioner>
 auto stateless_partitioner_cb(const rd_kafka_topic_t* rkt, const void* key, std::size_t keylen,
                               std::int32_t partition_cnt, void* rkt_opaque,
                               void* msg_opaque) noexcept -> std::int32_t {
     static_assert(detail::check_static_partitioner<Partitioner>());
+    static_assert(!detail::has_ids<Partitioner>::value,
+                  "keyroute::kafka::stateless_partitioner_cb would build this partitioner's table "
+                  "or id list (allocating) on every call: use partitioner_cb");
+    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
     if (key == nullptr) {
         return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
                                                msg_opaque);
     }
-    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
     const auto n = static_cast<std::uint32_t>(partition_cnt);
+    if constexpr (detail::has_max_partitions<Partitioner>::value) {
+        if (n > Partitioner::max_partitions) return RD_KAFKA_PARTITION_UA;
+    }
+    if constexpr (detail::has_key_groups<Partitioner>::value) {
+        if (n > Partitioner::default_max_key_groups) return RD_KAFKA_PARTITION_UA;
+    }
 #if KEYROUTE_HAS_EXCEPTIONS
     try {
         return static_cast<std::int32_t>(Partitioner(n).route(detail::key_view(key, keylen)));
@@ -383,21 +547,21 @@ class cpp_partitioner_cb final : public RdKafka::PartitionerCb {
 
 public:
     /// @throws std::invalid_argument as `Partitioner(partitions)`.
-    explicit cpp_partitioner_cb(std::uint64_t partitions) : m_partitioner(partitions) {}
-    explicit cpp_partitioner_cb(Partitioner partitioner) : m_partitioner(std::move(partitioner)) {}
+    explicit cpp_partitioner_cb(std::uint64_t partitions) : m_router(Partitioner(partitions)) {}
+    explicit cpp_partitioner_cb(Partitioner partitioner) : m_router(std::move(partitioner)) {}
 
     /// The partition of `*key` (empty when null) among `partition_cnt`.
     auto partitioner_cb(const RdKafka::Topic* /*topic*/, const std::string* key,
                         std::int32_t partition_cnt, void* /*msg_opaque*/) noexcept
         -> std::int32_t override {
         const std::string_view k = key != nullptr ? std::string_view(*key) : std::string_view("");
-        return detail::route_for_count(m_partitioner, k, partition_cnt);
+        return m_router.route(k, partition_cnt);
     }
 
-    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_partitioner; }
+    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_router.own(); }
 
 private:
-    Partitioner m_partitioner;
+    detail::count_router<Partitioner> m_router;
 };
 
 /// The C++ API's key-pointer variant (`RdKafka::PartitionerKeyPointerCb`, no key copy):
@@ -412,27 +576,28 @@ class cpp_key_pointer_partitioner_cb final : public RdKafka::PartitionerKeyPoint
 
 public:
     /// @throws std::invalid_argument as `Partitioner(partitions)`.
-    explicit cpp_key_pointer_partitioner_cb(std::uint64_t partitions) : m_partitioner(partitions) {}
+    explicit cpp_key_pointer_partitioner_cb(std::uint64_t partitions)
+        : m_router(Partitioner(partitions)) {}
     explicit cpp_key_pointer_partitioner_cb(Partitioner partitioner)
-        : m_partitioner(std::move(partitioner)) {}
+        : m_router(std::move(partitioner)) {}
 
     /// The partition of the key among `partition_cnt`.
     auto partitioner_cb(const RdKafka::Topic* topic, const void* key, std::size_t key_len,
                         std::int32_t partition_cnt, void* msg_opaque) noexcept
         -> std::int32_t override {
+        if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
         if (key == nullptr) {
             // c_ptr() is non-const only by declaration; the random partitioner reads the topic.
             return rd_kafka_msg_partitioner_random(const_cast<RdKafka::Topic*>(topic)->c_ptr(), key,
                                                    key_len, partition_cnt, nullptr, msg_opaque);
         }
-        return detail::route_for_count(m_partitioner, detail::key_view(key, key_len),
-                                       partition_cnt);
+        return m_router.route(detail::key_view(key, key_len), partition_cnt);
     }
 
-    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_partitioner; }
+    [[nodiscard]] auto partitioner() const noexcept -> const Partitioner& { return m_router.own(); }
 
 private:
-    Partitioner m_partitioner;
+    detail::count_router<Partitioner> m_router;
 };
 
 /// Reads the stamp a producer wrote with produce()/produce_to() from a consumed message: the
