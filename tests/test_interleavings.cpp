@@ -5,12 +5,13 @@
 
 // Before the router's header: this test's pause points.
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
 namespace interleave {
 
-// The point the armed thread stops at, once; 0 = none.
+// The armed thread stops at `target` each time it passes it; nullptr = nowhere.
 inline std::atomic<const char*> target{nullptr};
 inline std::atomic<int> stage{0};  // 0: running, 1: paused at target, 2: released
 inline thread_local bool armed = false;
@@ -18,9 +19,23 @@ inline thread_local bool armed = false;
 inline void point(const char* name) {
     const char* t = target.load();
     if (!armed || t == nullptr || std::strcmp(name, t) != 0) return;
-    armed = false;
     stage.store(1);
     while (stage.load() != 2) std::this_thread::yield();
+}
+
+// Waits (10 s at most) for the armed thread to pause; false if it never does (a route path that
+// no longer passes the point then fails the test instead of hanging it).
+inline auto wait_paused() -> bool {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (stage.load() != 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    return stage.load() == 1;
+}
+
+// Lets the paused thread go on to `next` (nullptr: to the end).
+inline void resume_to(const char* next) {
+    target.store(next);
+    stage.store(2);
 }
 
 }  // namespace interleave
@@ -72,14 +87,8 @@ TEST_CASE("a lane left behind by a new window does not admit again a key admitte
         interleave::armed = true;
         late = router.decide(key, at_window(w));  // pauses in decide_in, window w known
     });
-    // The pause point must be reached (a route path that no longer passes it fails here, not
-    // by hanging).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (interleave::stage.load() != 1 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::yield();
-    const bool paused = interleave::stage.load() == 1;
-    if (!paused) {
-        interleave::stage.store(2);
+    if (!interleave::wait_paused()) {
+        interleave::resume_to(nullptr);
         lane_a.join();
         FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"decide_in\")");
     }
@@ -92,9 +101,8 @@ TEST_CASE("a lane left behind by a new window does not admit again a key admitte
     const std::uint64_t episode = d.stamp.episode;
     const std::uint64_t sequence = d.stamp.sequence;
 
-    interleave::stage.store(2);
+    interleave::resume_to(nullptr);
     lane_a.join();
-    interleave::target.store(nullptr);
     interleave::stage.store(0);
 
     // The late event counted as the tracked key's: stamped with the same episode.
@@ -105,4 +113,66 @@ TEST_CASE("a lane left behind by a new window does not admit again a key admitte
     CHECK(next.stamp.episode == episode);
     CHECK(next.stamp.sequence == sequence + 1);
     CHECK(router.stats().hot_keys.size() >= 1);
+}
+
+// 0.2.6's fix 2. A lane that found a key's slot, then read the slot's episode while the slot had
+// gone to another key, then checked the fingerprint once the slot had come back to the first
+// key: the fingerprint matched, and until 0.2.6 the event was stamped with the other key's
+// episode (its resequencer would order it among that key's events). The episode is now read
+// again after the fingerprint, like a seqlock: it changed, so the event goes home unstamped.
+TEST_CASE(
+    "an event whose slot went to another key and back is not stamped with that key's "
+    "episode",
+    "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 2;
+    config.max_hot_keys = 1;  // 8 slots, one probe group: a new key takes the first reusable slot
+    config.lanes = 2;
+    config.seed = 12;
+    config.producer_id = 6;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000100;
+
+    // Tracks `key` in window `at` through this thread's lane; returns its episode there.
+    const auto track = [&router](std::string_view key, std::int64_t at) -> std::uint64_t {
+        for (int i = 0; i < 16; ++i) {
+            const auto d = router.decide(key, at_window(at));
+            if (d.stamp) return d.stamp.episode;
+        }
+        return 0;
+    };
+    const std::uint64_t first_a = track("key-a", w);
+    REQUIRE(first_a != 0);
+
+    keyroute::route_decision paused{};
+    interleave::target.store("tracked");
+    std::thread lane_b([&] {
+        interleave::armed = true;
+        paused = router.decide("key-a", at_window(w));  // finds key-a's slot, live in w
+    });
+    if (!interleave::wait_paused()) {
+        interleave::resume_to(nullptr);
+        lane_b.join();
+        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"tracked\")");
+    }
+    // key-a is stale two windows later: key-b takes its slot, the first of the group.
+    const std::uint64_t b = track("key-b", w + 2);
+    REQUIRE(b != 0);
+    // The paused lane reads the slot's episode now: key-b's.
+    interleave::stage.store(0);
+    interleave::resume_to("tracked_episode");
+    REQUIRE(interleave::wait_paused());
+    // key-b is stale in turn: key-a takes the slot back, with a new episode.
+    const std::uint64_t second_a = track("key-a", w + 4);
+    REQUIRE(second_a != 0);
+    REQUIRE(second_a != first_a);
+    interleave::resume_to(nullptr);
+    lane_b.join();
+    interleave::stage.store(0);
+
+    // The fingerprint is key-a's again, but the episode read is not the slot's any more.
+    CHECK(paused.stamp.episode != b);
+    CHECK_FALSE(paused.stamp);
+    CHECK(paused.partition == paused.home);
 }

@@ -1507,6 +1507,7 @@ private:
                                         route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{ln.index} * m_slots + slot];
+        KEYROUTE_INTERLEAVING_POINT("tracked");  // the key's slot found, live
         // The episode is the key's only if the slot held the key's fingerprint after the episode
         // was published and the episode was still there after that (a seqlock on the episode:
         // admit() sets it to 0 before the new fingerprint and to the new episode after it).
@@ -1514,6 +1515,7 @@ private:
         // goes home unstamped and takes none, on the shared lane too, and an event of a key
         // whose slot went to another key and back is never stamped with the other's episode.
         const std::uint64_t episode = e.episode.load(std::memory_order_acquire);
+        KEYROUTE_INTERLEAVING_POINT("tracked_episode");  // the episode read, not yet checked
         if (__builtin_expect(episode == 0 || m_fp[slot].load(std::memory_order_acquire) != fp ||
                                  e.episode.load(std::memory_order_relaxed) != episode,
                              0)) {
