@@ -1007,13 +1007,8 @@ void print_json(std::ostream& out, const key_stream& s, const timeline& t, const
         keyroute::detail::write_json_string(out, s.keys[id]);
         if (!keyroute::detail::valid_utf8(s.keys[id])) {
             // Bytes that are not UTF-8 are U+FFFD in "key": the exact bytes, in hex.
-            static constexpr char hex[] = "0123456789abcdef";
-            out << ",\"key_hex\":\"";
-            for (const char c : s.keys[id]) {
-                const auto u = static_cast<unsigned char>(c);
-                out << hex[u >> 4U] << hex[u & 0xfU];
-            }
-            out << '"';
+            out << ",\"key_hex\":";
+            keyroute::detail::write_json_hex(out, s.keys[id]);
         }
         out << ",\"events\":" << s.key_events[id]
             << ",\"share\":" << share(s.key_events[id], n) / 100 << "}";

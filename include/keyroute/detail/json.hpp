@@ -49,6 +49,19 @@ inline auto valid_utf8(std::string_view text) noexcept -> bool {
     return true;
 }
 
+/// Writes byte `u` as two lowercase hex digits.
+inline void write_hex_byte(std::ostream& out, unsigned char u) {
+    static constexpr char digits[] = "0123456789abcdef";
+    out << digits[u >> 4U] << digits[u & 0xfU];
+}
+
+/// Writes every byte of `bytes` as two lowercase hex digits, as a JSON string (`"00ff"`).
+inline void write_json_hex(std::ostream& out, std::string_view bytes) {
+    out << '"';
+    for (const char c : bytes) write_hex_byte(out, static_cast<unsigned char>(c));
+    out << '"';
+}
+
 /// Writes `text` to `out` as a JSON string: in double quotes, with `"` and `\` escaped by a
 /// backslash and the control bytes below 0x20 as `\u00xx`. Well-formed UTF-8 is written as it
 /// is; each byte that does not begin a well-formed sequence is written as `\ufffd` (the
@@ -56,7 +69,6 @@ inline auto valid_utf8(std::string_view text) noexcept -> bool {
 /// text, at the cost of those bytes (valid_utf8() tells when a caller should also write the
 /// bytes another way, e.g. in hex). O(text.size()).
 inline void write_json_string(std::ostream& out, std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
     out << '"';
     while (!text.empty()) {
         const char c = text.front();
@@ -65,7 +77,8 @@ inline void write_json_string(std::ostream& out, std::string_view text) {
         if (c == '"' || c == '\\') {
             out << '\\' << c;
         } else if (u < 0x20U) {
-            out << "\\u00" << hex[u >> 4U] << hex[u & 0xfU];
+            out << "\\u00";
+            write_hex_byte(out, u);
         } else if (u < 0x80U) {
             out << c;
         } else if ((n = utf8_sequence(text)) != 0) {
