@@ -258,6 +258,42 @@ TEST_CASE("bad-input: zero or negative windows and out-of-range settings are ref
     CHECK_NOTHROW(keyroute::resequencer<int>(rc, sink, gap));
 }
 
+// A clock of picosecond ticks: a year of them does not fit 64 bits.
+struct picosecond_clock {
+    using rep = std::int64_t;
+    using period = std::pico;
+    using duration = std::chrono::duration<rep, period>;
+    using time_point = std::chrono::time_point<picosecond_clock>;
+    static constexpr bool is_steady = false;
+    static auto now() noexcept -> time_point { return time_point{duration{0}}; }
+};
+
+TEST_CASE("bad-input: a window that does not fit the clock's tick count is refused",
+          "[bad-input][router][config]") {
+    // Until 0.2.8 the conversion to ticks overflowed first (undefined behaviour), and the
+    // refusal that followed named the wrong reason.
+    using router = keyroute::salting_router<keyroute::hash_partitioner<>, picosecond_clock>;
+    auto c = router_config(8, 0);
+    c.window = std::chrono::hours(24 * 200);
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("window does not fit the clock's 64-bit "
+                                                         "tick count, got 17280000000 ms"));
+    c.window = std::chrono::hours(24 * 100);  // 8.64e18 ps: fits
+    router r(c);
+    CHECK(r.route("k", picosecond_clock::time_point{}) < 8U);
+}
+
+TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor wraps",
+          "[bad-input][router][config]") {
+    // state_bytes(2^58 + 1) looped forever (next_pow2 shifted its power to 0); 2^62 wrapped.
+    using router = keyroute::salting_router<>;
+    const auto max = std::numeric_limits<std::size_t>::max();
+    CHECK(router::state_bytes((std::uint64_t{1} << 58U) + 1U, 128, 2) == max);
+    CHECK(router::state_bytes(std::uint64_t{1} << 62U, 128, 2) == max);
+    CHECK(router::state_bytes(0xffffffffULL, 4096, 256) < max);
+    CHECK(router::automatic_lanes(std::uint64_t{1} << 62U, 128, 8) == 2U);
+    CHECK(router::state_bytes(1024, 128, 2) == router(router_config(1024, 0)).memory_bytes());
+}
+
 // ---- keys ------------------------------------------------------------------------------------
 
 TEST_CASE("bad-input: an empty key is a key like any other", "[bad-input][keys]") {

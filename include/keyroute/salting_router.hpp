@@ -51,6 +51,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <ratio>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -143,9 +144,10 @@ inline auto random_u64() -> std::uint64_t {
     return (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
 }
 
+/// The smallest power of two >= v; 2^63 for any v above it (the loop would never end there).
 constexpr auto next_pow2(std::uint64_t v) noexcept -> std::uint64_t {
     std::uint64_t p = 1;
-    while (p < v) p <<= 1U;
+    while (p < v && p < (std::uint64_t{1} << 63U)) p <<= 1U;
     return p;
 }
 
@@ -191,6 +193,10 @@ constexpr auto gcd32(std::uint32_t a, std::uint32_t b) noexcept -> std::uint32_t
 /// keep it within 256 KiB up to 1024 partitions).
 template <class Partitioner = hash_partitioner<>, class Clock = std::chrono::system_clock>
 class salting_router {
+    static_assert(std::is_integral_v<typename Clock::rep>,
+                  "keyroute::salting_router: the clock must count integer ticks (Clock::rep): "
+                  "windows are whole numbers of ticks");
+
 public:
     using partitioner_type = Partitioner;
     using clock_type = Clock;
@@ -361,8 +367,10 @@ public:
 
     /// The bytes of state a router with `partitions`, `max_hot_keys` and `lanes` exclusive lanes
     /// holds once built (what memory_bytes() reports): to size a configuration before building.
+    /// A count a router refuses (above 2^32 - 1 partitions) gives SIZE_MAX.
     [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                           std::uint32_t lanes) noexcept -> std::size_t {
+        if (partitions > 0xffffffffULL) return std::numeric_limits<std::size_t>::max();
         const std::size_t n = partitions;
         const std::size_t width = sketch_width(partitions);
         const std::size_t slots = slot_count(max_hot_keys);
@@ -541,6 +549,14 @@ private:
             fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
         if (c.window > std::chrono::hours(24 * 366)) {
             fail("window must be at most a year (31,622,400,000 ms), got " +
+                 std::to_string(c.window.count()) + " ms");
+        }
+        // Ticks per millisecond, as a ratio: a window must fit the clock's 64-bit count before
+        // it is converted (a year in picoseconds does not; the conversion would overflow).
+        using per_ms = std::ratio_divide<std::milli, typename Clock::period>;
+        if (per_ms::num > per_ms::den &&
+            c.window.count() > std::numeric_limits<std::int64_t>::max() / per_ms::num) {
+            fail("window does not fit the clock's 64-bit tick count, got " +
                  std::to_string(c.window.count()) + " ms");
         }
         const auto ticks = std::chrono::duration_cast<typename Clock::duration>(c.window);
