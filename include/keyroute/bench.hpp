@@ -113,8 +113,16 @@ void register_hash(const std::string& name, const Hash& hash = Hash{},
 #define KEYROUTE_DETAIL_CAT2(a, b) a##b
 #define KEYROUTE_DETAIL_CAT(a, b) KEYROUTE_DETAIL_CAT2(a, b)
 
+// A name unique in the translation unit: __COUNTER__ where the compiler has it (GCC, Clang,
+// MSVC), so that two uses on the same line number of different headers do not clash.
+#ifdef __COUNTER__
+#define KEYROUTE_DETAIL_UNIQUE(prefix) KEYROUTE_DETAIL_CAT(prefix, __COUNTER__)
+#else
+#define KEYROUTE_DETAIL_UNIQUE(prefix) KEYROUTE_DETAIL_CAT(prefix, __LINE__)
+#endif
+
 /// Registers the standard benchmarks for the default-constructed hash functor type `Hash`,
 /// named after it, at static initialization. Use at namespace scope, once per type.
-#define KEYROUTE_BENCHMARK_HASH(Hash)                                             \
-    static const bool KEYROUTE_DETAIL_CAT(keyroute_bench_registered_, __LINE__) = \
+#define KEYROUTE_BENCHMARK_HASH(Hash)                                      \
+    static const bool KEYROUTE_DETAIL_UNIQUE(keyroute_bench_registered_) = \
         (::keyroute::bench::register_hash<Hash>(#Hash), true)
