@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
@@ -12,11 +13,15 @@
 namespace keyroute_bench {
 
 /// 4096 random alphanumeric keys of exactly `size` bytes (a power-of-two count, so the timed
-/// loops pick a key with a mask, not a division).
+/// loops pick a key with a mask, not a division), `size` <= 2048. Thread-safe: each size is built
+/// once (std::call_once). The threads of a benchmark all ask for its keys on entry; with
+/// random interleaving a 2-thread run is often a size's first, and until keyroute 0.2.8 both
+/// threads then filled the same vector at once (a data race: 4614 keys instead of 4096).
 inline auto keys_of_size(std::size_t size) -> const std::vector<std::string>& {
     static std::vector<std::vector<std::string>> cache(2049);
+    static std::vector<std::once_flag> built(2049);
     auto& keys = cache.at(size);
-    if (keys.empty()) {
+    std::call_once(built.at(size), [&keys, size] {
         std::mt19937_64 rng(size);
         static constexpr char alphabet[] =
             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -25,7 +30,7 @@ inline auto keys_of_size(std::size_t size) -> const std::vector<std::string>& {
             for (auto& c : k) c = alphabet[rng() % (sizeof alphabet - 1)];
             keys.push_back(std::move(k));
         }
-    }
+    });
     return keys;
 }
 

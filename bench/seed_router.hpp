@@ -27,18 +27,31 @@ public:
 
     /// The seed's get_dynamic_partition, with the event time given in seconds since the epoch.
     auto route(std::string_view client_id, std::int64_t unix_seconds) -> std::uint32_t {
+        bool salted = false;
+        return route(client_id, unix_seconds, salted);
+    }
+
+    /// The same, telling whether the event was salted (its key past the threshold).
+    auto route(std::string_view client_id, std::int64_t unix_seconds, bool& salted)
+        -> std::uint32_t {
         const std::int64_t minute =
             unix_seconds >= 0 ? unix_seconds / 60 : -((-unix_seconds + 59) / 60);
         std::string tracking_key(client_id);
         tracking_key += '_';
         tracking_key += std::to_string(minute);
         const std::uint64_t count = ++m_tracker[tracking_key];
-        if (count > m_threshold) {
+        salted = count > m_threshold;
+        if (salted) {
             std::string effective(client_id);
             effective += "_sub_";
             effective += std::to_string(count % 3);
             return md5_mod(effective);
         }
+        return md5_mod(client_id);
+    }
+
+    /// Where the seed sends `client_id` while it is under the threshold: md5(key) % n.
+    [[nodiscard]] auto home(std::string_view client_id) const -> std::uint32_t {
         return md5_mod(client_id);
     }
 

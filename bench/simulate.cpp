@@ -1,7 +1,9 @@
 // The salting router's evaluation harness: replays generated workloads with event times through
 // static hashing, a port of the seed's router and keyroute's salting router, and prints per window
 // max/mean partition load, event-weighted fan-out against the minimum needed (ceil(s * N) for a
-// key with share s), cold keys split or moved, and memory.
+// key with share s: sum over the window's keys of events x partitions used, over the sum of
+// events x minimum; unsplit keys count with 1 and 1), the same over split keys only ("split
+// f-o"), cold keys split or moved off the scheme's own home partition, and memory.
 //
 //   simulate [--windows N] [--events N] [--scheme static|seed|keyroute|all] [--hash-seed S]
 //            [--threads T] [--check] [--known-miss]
@@ -17,11 +19,12 @@
 // the uniform workload, and state <= 256 KiB. --known-miss keeps the last three strict, allows
 // max/mean up to the cold-only bound where cold keys alone force more than 1.10 (no router
 // that keeps them home can do better), and checks fan-out against a regression bound of 1.9
-// instead of the target: the window where the hot set shifts misses it (README, "The salting
-// router"); with --threads T > 1 it only guards against gross regressions of balance (max/mean
-// 0.4 and fan-out 0.3 more), as timing varies between runs: the hard rules stay strict.
-// "bound" is the largest load that keys under a tenth of the mean put on one partition, over
-// the mean: they must stay home, so no router that keeps them there gets max/mean below it.
+// instead of the target in the one window that misses it, where the hot set shifts (README,
+// "The salting router"; everywhere else 1.5); with --threads T > 1 it only guards against gross
+// regressions of balance (max/mean 0.4 and fan-out 0.3 more), as timing varies between runs: the
+// hard rules stay strict. "bound" is the largest load that keys under a tenth of the mean put on
+// one partition, over the mean: they must stay home, so no router that keeps them there gets
+// max/mean below it.
 // --seeds K runs keyroute over hash seeds 0 to K-1 and prints, per workload, the worst and the
 // median over seeds of each seed's worst window, and on how many seeds every window met each
 // target: one seed is one draw of where the keys land, and balance depends on it.
@@ -48,6 +51,9 @@ namespace {
 struct window_result {
     double max_over_mean = 0;
     double fanout_ratio = 0;
+    // The same over the keys that were split only (0 when none was): without the unsplit keys,
+    // whose fan-out is their minimum, 1.
+    double split_fanout_ratio = 0;
     // The largest load any partition gets from keys under a tenth of the mean alone, over the
     // mean: those keys must stay home, so no router that keeps them there can do better.
     double cold_bound = 0;
@@ -96,13 +102,22 @@ auto in_order(Route route) {
 }
 
 // Runs one scheme over one workload; `route_window(workload, events, routes&)` routes a window.
+// A scheme's own home partition for a key: where it sends the key when it does not spread it
+// (cold keys are judged against it).
+using home_function = std::function<std::uint32_t(const std::string&)>;
+
+// The home of the static scheme and of keyroute's router: the base partitioner.
+auto base_home(const keyroute_bench::workload& wl, std::uint64_t hash_seed) -> home_function {
+    return [p = base_partitioner(wl.partitions, keyroute::xxh3{hash_seed})](
+               const std::string& key) { return p.route(key); };
+}
+
 template <class RouteWindow>
 auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
-         std::uint64_t hash_seed, RouteWindow&& route_window,
+         const home_function& home_of, RouteWindow&& route_window,
          const std::function<std::size_t()>& memory) -> std::vector<window_result> {
     std::vector<window_result> out;
     std::mt19937_64 rng(12345);
-    const base_partitioner home_of(wl.partitions, keyroute::xxh3{hash_seed});
     window_events ev;
     window_routes routes;
     for (int w = 0; w < windows; ++w) {
@@ -129,7 +144,7 @@ auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
             key_track& kt = it->second;
             if (fresh) kt.first = p;
             ++kt.events;
-            if (p != home_of.route(wl.keys[k])) kt.moved = true;
+            if (p != home_of(wl.keys[k])) kt.moved = true;
             if (p != kt.first || kt.split) {
                 if (!kt.split) {
                     kt.split = true;
@@ -144,6 +159,8 @@ auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
         r.max_over_mean = static_cast<double>(*std::max_element(load.begin(), load.end())) / mean;
         double weighted = 0;
         double minimum = 0;
+        double split_weighted = 0;
+        double split_minimum = 0;
         std::vector<double> cold_load(wl.partitions, 0.0);
         for (const auto& [k, kt] : keys) {
             const double e = static_cast<double>(kt.events);
@@ -154,13 +171,18 @@ auto run(const keyroute_bench::workload& wl, int windows, std::uint64_t events,
                          : 1.0;
             weighted += e * fan;
             minimum += e * need;
+            if (kt.split) {
+                split_weighted += e * fan;
+                split_minimum += e * need;
+            }
             if (e < mean / 10) {
                 if (kt.moved || kt.split) ++r.cold_violations;
-                cold_load[home_of.route(wl.keys[k])] += e;
+                cold_load[home_of(wl.keys[k])] += e;
             }
         }
         r.cold_bound = *std::max_element(cold_load.begin(), cold_load.end()) / mean;
         r.fanout_ratio = weighted / minimum;
+        r.split_fanout_ratio = split_minimum > 0 ? split_weighted / split_minimum : 0.0;
         r.salted = salted;
         r.memory = memory();
         out.push_back(r);
@@ -242,10 +264,11 @@ auto run_keyroute(const keyroute_bench::workload& wl, int windows, std::uint64_t
         return d.partition;
     };
     const auto memory = [&] { return router.memory_bytes(); };
-    if (threads <= 1) return run(wl, windows, events, hash_seed, in_order(route_one), memory);
+    if (threads <= 1)
+        return run(wl, windows, events, base_home(wl, hash_seed), in_order(route_one), memory);
     window_pool pool(threads);
     return run(
-        wl, windows, events, hash_seed,
+        wl, windows, events, base_home(wl, hash_seed),
         [&](const keyroute_bench::workload& w, const window_events& ev, window_routes& out) {
             pool.run([&](unsigned j, unsigned n) {
                 for (std::size_t i = j; i < ev.keys.size(); i += n) {
@@ -357,27 +380,32 @@ int main(int argc, char** argv) {
         return 0;
     }
     bool ok = true;
-    std::printf("%-56s %-9s %6s %9s %6s %8s %6s %10s %10s\n", "workload", "scheme", "window",
-                "max/mean", "bound", "fan-out", "cold", "salted", "memory");
+    std::printf("%-56s %-9s %6s %9s %6s %8s %9s %6s %10s %10s\n", "workload", "scheme", "window",
+                "max/mean", "bound", "fan-out", "split f-o", "cold", "salted", "memory");
     for (const auto& wl : keyroute_bench::all_workloads()) {
         const bool uniform = wl.name.rfind("uniform", 0) == 0;
+        const bool shifting = wl.name.rfind("shifting", 0) == 0;
         auto report = [&](const char* name, const std::vector<window_result>& rs,
                           bool is_keyroute) {
             for (std::size_t w = 0; w < rs.size(); ++w) {
                 const auto& r = rs[w];
-                std::printf("%-56s %-9s %6zu %9.3f %6.3f %8.2f %6zu %10llu %10zu\n",
+                std::printf("%-56s %-9s %6zu %9.3f %6.3f %8.2f %9.2f %6zu %10llu %10zu\n",
                             wl.name.c_str(), name, w, r.max_over_mean, r.cold_bound, r.fanout_ratio,
-                            r.cold_violations, static_cast<unsigned long long>(r.salted), r.memory);
+                            r.split_fanout_ratio, r.cold_violations,
+                            static_cast<unsigned long long>(r.salted), r.memory);
                 if (is_keyroute && w >= 1) {
                     // --known-miss: max/mean 1.10 unless the cold keys alone force more (the
-                    // router must then reach that bound), and fan-out within 1.9. With several
-                    // threads, much more: which thread routes an event first varies by run, and
-                    // the window where the hot set shifts reached 1.315 once, with the machine's
-                    // two cores shared by more threads (README, "The salting router").
+                    // router must then reach that bound), and fan-out within 1.5 but in the
+                    // window where the hot set shifts (window 2 of that workload), 1.9. With
+                    // several threads, much more: which thread routes an event first varies by run,
+                    // and the window where the hot set shifts reached 1.315 once, with the
+                    // machine's two cores shared by more threads (README, "The salting router").
                     const double slack = known_miss && threads > 1 ? 0.4 : 0.0;
                     const double max_balance =
                         known_miss ? std::max(1.10, r.cold_bound + 0.001) + slack : 1.10;
-                    const double max_fanout = known_miss ? 1.9 + (threads > 1 ? 0.3 : 0.0) : 1.5;
+                    const bool shift_window = shifting && w == 2;
+                    const double max_fanout = (known_miss && shift_window ? 1.9 : 1.5) +
+                                              (known_miss && threads > 1 ? 0.3 : 0.0);
                     const bool pass = r.max_over_mean <= max_balance &&
                                       r.fanout_ratio <= max_fanout && r.cold_violations == 0 &&
                                       (!uniform || r.salted == 0) && r.memory <= 256 * 1024;
@@ -391,7 +419,7 @@ int main(int argc, char** argv) {
         if (scheme == "all" || scheme == "static") {
             const base_partitioner p(wl.partitions, keyroute::xxh3{hash_seed});
             report("static",
-                   run(wl, windows, events, hash_seed,
+                   run(wl, windows, events, base_home(wl, hash_seed),
                        in_order([&](std::size_t, const std::string& key, clock_type::time_point,
                                     bool&) { return p.route(key); }),
                        [] { return std::size_t{0}; }),
@@ -399,17 +427,22 @@ int main(int argc, char** argv) {
         }
         if (scheme == "all" || scheme == "seed") {
             // The seed's absolute threshold, set to a tenth of the per-partition mean per minute.
+            // Its cold keys are judged against its own home, md5(key) % n.
             keyroute_bench::seed_router seed(wl.partitions, events / wl.partitions / 10);
-            report("seed",
-                   run(wl, windows, events, hash_seed,
-                       in_order([&](std::size_t, const std::string& key, clock_type::time_point t,
-                                    bool&) {
-                           return seed.route(key, std::chrono::duration_cast<std::chrono::seconds>(
-                                                      t.time_since_epoch())
-                                                      .count());
-                       }),
-                       [&] { return seed.tracker_size() * (sizeof(std::string) + 32); }),
-                   false);
+            report(
+                "seed",
+                run(
+                    wl, windows, events, [&seed](const std::string& key) { return seed.home(key); },
+                    in_order([&](std::size_t, const std::string& key, clock_type::time_point t,
+                                 bool& salted) {
+                        return seed.route(
+                            key,
+                            std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch())
+                                .count(),
+                            salted);
+                    }),
+                    [&] { return seed.tracker_size() * (sizeof(std::string) + 32); }),
+                false);
         }
         if (scheme == "all" || scheme == "keyroute") {
             report("keyroute", run_keyroute(wl, windows, events, hash_seed, threads), true);
@@ -420,8 +453,8 @@ int main(int argc, char** argv) {
             std::printf("%s\n", ok ? "simulate: from the second window on, no cold key moved, "
                                      "nothing salted on uniform keys, state within 256 KiB, and "
                                      "max/mean within 1.10 or the cold keys' own bound, "
-                                     "fan-out within 1.9 (the target is 1.5; with several "
-                                     "threads, 0.4 and 0.3 more)"
+                                     "fan-out within 1.5 (1.9 where the hot set shifts; with "
+                                     "several threads, 0.4 and 0.3 more)"
                                    : "simulate: a hard target or a regression bound missed");
         } else {
             std::printf("%s\n", ok ? "simulate: every target met from the second window on"
