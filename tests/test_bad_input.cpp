@@ -268,6 +268,16 @@ struct picosecond_clock {
     static auto now() noexcept -> time_point { return time_point{duration{0}}; }
 };
 
+// A clock of ticks of 1.000000007 ms (period 1000000007 / 10^12 s).
+struct odd_tick_clock {
+    using rep = std::int64_t;
+    using period = std::ratio<1000000007, 1000000000000>;
+    using duration = std::chrono::duration<rep, period>;
+    using time_point = std::chrono::time_point<odd_tick_clock>;
+    static constexpr bool is_steady = false;
+    static auto now() noexcept -> time_point { return time_point{duration{0}}; }
+};
+
 TEST_CASE("bad-input: a window that does not fit the clock's tick count is refused",
           "[bad-input][router][config]") {
     // Until 0.2.8 the conversion to ticks overflowed first (undefined behaviour), and the
@@ -280,6 +290,17 @@ TEST_CASE("bad-input: a window that does not fit the clock's tick count is refus
     c.window = std::chrono::hours(24 * 100);  // 8.64e18 ps: fits
     router r(c);
     CHECK(r.route("k", picosecond_clock::time_point{}) < 8U);
+
+    // A tick of 1.000000007 ms: fewer ticks than milliseconds, but the conversion multiplies by
+    // 10^9 first (the first fix checked only clocks with more ticks than milliseconds).
+    using odd = keyroute::salting_router<keyroute::hash_partitioner<>, odd_tick_clock>;
+    c.window = std::chrono::hours(24 * 200);
+    CHECK_THROWS_WITH(odd(c), keyroute_test::contains("does not fit the clock's 64-bit tick"));
+    c.window = std::chrono::hours(24 * 100);  // 8.64e18 after the multiplication: fits, but is
+                                              // not a whole number of such ticks
+    CHECK_THROWS_WITH(odd(c), keyroute_test::contains("whole number of the clock's ticks"));
+    c.window = std::chrono::milliseconds(1000000007);  // 10^9 ticks exactly
+    CHECK_NOTHROW(odd(c));
 }
 
 TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor wraps",
@@ -290,6 +311,8 @@ TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor w
     CHECK(router::state_bytes((std::uint64_t{1} << 58U) + 1U, 128, 2) == max);
     CHECK(router::state_bytes(std::uint64_t{1} << 62U, 128, 2) == max);
     CHECK(router::state_bytes(0xffffffffULL, 4096, 256) < max);
+    CHECK(router::state_bytes(0xffffffffULL, 4096, 1U << 31U) == max);  // lanes it refuses
+    CHECK(router::state_bytes(64, 4097, 2) == max);                     // hot keys it refuses
     CHECK(router::automatic_lanes(std::uint64_t{1} << 62U, 128, 8) == 2U);
     CHECK(router::state_bytes(1024, 128, 2) == router(router_config(1024, 0)).memory_bytes());
 }

@@ -7,6 +7,7 @@
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
+#include <keyroute/rendezvous.hpp>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
@@ -255,6 +256,66 @@ TEMPLATE_TEST_CASE("cpp_key_pointer_partitioner_cb places keys where its partiti
     check_landing(land_cpp(new_topic("cppkp"), "partitioner_key_pointer_cb",
                            static_cast<RdKafka::PartitionerKeyPointerCb*>(&cb), true),
                   TestType(partition_count));
+}
+
+TEST_CASE("a message the partitioner has no answer for fails, it is not kept", "[kafka]") {
+    // Rendezvous over ids {0, 2, 20} on a 16-partition topic: keys whose id is 20 have no
+    // partition. The callback returns the count, out of range, and librdkafka fails them with
+    // UNKNOWN_PARTITION (at once, or by delivery report for messages queued before the
+    // metadata). RD_KAFKA_PARTITION_UA kept them in librdkafka's unassigned queue for good: no
+    // report, and flush() timed out.
+    using rendezvous = keyroute::rendezvous_partitioner<>;
+    const rendezvous ids(std::vector<std::uint32_t>{0, 2, 20});
+    const keyroute::kafka::partitioner_cb<rendezvous> cb(ids);
+    rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+    cb.install(tconf);
+    const std::string topic = new_topic("noanswer");
+    constexpr std::size_t n = 300;
+    kt::delivery_log log(n);
+    std::vector<rd_kafka_resp_err_t> sync_error(n, RD_KAFKA_RESP_ERR_NO_ERROR);
+    std::size_t expected_failures = 0;
+    {
+        kt::handle rk = kt::make_producer(cluster().bootstraps(), log, {}, tconf);
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::string key = "k" + std::to_string(i);
+            if (ids.route(key) >= static_cast<std::uint32_t>(partition_count)) ++expected_failures;
+            rd_kafka_vu_t vus[4];
+            vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+            vus[0].u.cstr = topic.c_str();
+            vus[1].vtype = RD_KAFKA_VTYPE_KEY;
+            vus[1].u.mem.ptr = const_cast<char*>(key.data());
+            vus[1].u.mem.size = key.size();
+            vus[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+            vus[2].u.i = RD_KAFKA_MSG_F_COPY;
+            vus[3].vtype = RD_KAFKA_VTYPE_OPAQUE;
+            vus[3].u.ptr = kt::delivery_log::opaque(i);
+            if (rd_kafka_error_t* e = rd_kafka_produceva(rk.get(), vus, 4)) {
+                sync_error[i] = rd_kafka_error_code(e);
+                rd_kafka_error_destroy(e);
+            }
+        }
+        CHECK(kt::flush(rk.get(), std::chrono::seconds(20)));  // nothing left in the queue
+    }
+    REQUIRE(expected_failures > 0U);
+    std::size_t delivered = 0;
+    std::size_t failed = 0;
+    std::size_t unaccounted = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& r = log.by_id[i];
+        if (sync_error[i] == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && r.count == 0) {
+            ++failed;
+        } else if (r.count == 1 && r.error == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) {
+            ++failed;
+        } else if (r.count == 1 && r.error == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                   r.partition == static_cast<std::int32_t>(ids.route("k" + std::to_string(i)))) {
+            ++delivered;
+        } else {
+            ++unaccounted;
+        }
+    }
+    CHECK(unaccounted == 0U);
+    CHECK(failed == expected_failures);
+    CHECK(delivered == n - expected_failures);
 }
 
 TEST_CASE("keyless messages on a partitioner_cb topic are all delivered", "[kafka]") {

@@ -52,10 +52,9 @@ inline void check_gamma_arguments(double a, double x, const char* who) {
     }
 }
 
-/// log(1 + t) - t, accurate for small |t| too (where log1p(t) - t cancels), t > -1.
-inline auto log1p_minus(double t) -> double {
-    if (std::fabs(t) >= 0.25) return std::log1p(t) - t;
-    // -t^2/2 + t^3/3 - t^4/4 + ...: |t| < 1/4, so 30 terms reach below 1e-17 relative.
+/// log(1 + t) - t for |t| < 1/4, by its series (log1p(t) - t would cancel there):
+/// -t^2/2 + t^3/3 - t^4/4 + ..., 30 terms reach below 1e-17 relative.
+inline auto log1p_minus_small(double t) -> double {
     double power = t * t;
     double sum = 0;
     for (int k = 2; k < 32; ++k) {
@@ -82,13 +81,18 @@ inline auto stirling_error(double a) -> double {
 }
 
 /// x^a e^-x / Gamma(a): the common factor of both expansions below. For a >= 10 it is
-/// computed as sqrt(a / 2 pi) exp(a (log1p(t) - t) - stirling_error(a)), t = (x - a) / a: the
-/// direct exp(a ln x - x - lgamma(a)) loses about a * 1e-16 of relative accuracy to the
-/// cancellation of its large terms (1e-9 at a = 1e6, 5e-6 at a = 2^31, checked with mpmath).
+/// computed as sqrt(a / 2 pi) exp(a ln(x / a) - (x - a) - stirling_error(a)), the first two
+/// terms as a (log1p(t) - t), t = (x - a) / a, by its series where |t| < 1/4: the direct
+/// exp(a ln x - x - lgamma(a)) loses about a * 1e-16 of relative accuracy to the cancellation of
+/// its large terms near x = a (1e-9 at a = 1e6, 5e-6 at a = 2^31, checked with mpmath). Far from
+/// a (x << a) ln(x / a) is taken as it is: 1 + t would cancel there.
 inline auto gamma_prefactor(double a, double x) -> double {
     if (a < 10) return std::exp(a * std::log(x) - x - std::lgamma(a));
     constexpr double two_pi = 6.283185307179586476925286766559;
-    return std::sqrt(a / two_pi) * std::exp(a * log1p_minus((x - a) / a) - stirling_error(a));
+    const double t = (x - a) / a;
+    const double main =
+        std::fabs(t) < 0.25 ? a * log1p_minus_small(t) : a * std::log(x / a) - (x - a);
+    return std::sqrt(a / two_pi) * std::exp(main - stirling_error(a));
 }
 
 /// P(a, x) by its power series, sum_{n>=0} x^n / (a (a+1) ... (a+n)); converges fast for

@@ -367,10 +367,12 @@ public:
 
     /// The bytes of state a router with `partitions`, `max_hot_keys` and `lanes` exclusive lanes
     /// holds once built (what memory_bytes() reports): to size a configuration before building.
-    /// A count a router refuses (above 2^32 - 1 partitions) gives SIZE_MAX.
+    /// A configuration a router refuses (above 2^32 - 1 partitions, 4096 hot keys or 256 lanes)
+    /// gives SIZE_MAX.
     [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                           std::uint32_t lanes) noexcept -> std::size_t {
-        if (partitions > 0xffffffffULL) return std::numeric_limits<std::size_t>::max();
+        if (partitions > 0xffffffffULL || max_hot_keys > 4096 || lanes > 256)
+            return std::numeric_limits<std::size_t>::max();
         const std::size_t n = partitions;
         const std::size_t width = sketch_width(partitions);
         const std::size_t slots = slot_count(max_hot_keys);
@@ -553,13 +555,20 @@ private:
         }
         // Ticks per millisecond, as a ratio: a window must fit the clock's 64-bit count before
         // it is converted (a year in picoseconds does not; the conversion would overflow).
+        // duration_cast multiplies by the conversion ratio's numerator before it divides by its
+        // denominator, whatever their sizes: both ways are checked.
         using per_ms = std::ratio_divide<std::milli, typename Clock::period>;
-        if (per_ms::num > per_ms::den &&
-            c.window.count() > std::numeric_limits<std::int64_t>::max() / per_ms::num) {
+        using ms_per_tick = std::ratio_divide<typename Clock::period, std::milli>;
+        constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+        if (c.window.count() > int64_max / per_ms::num) {
             fail("window does not fit the clock's 64-bit tick count, got " +
                  std::to_string(c.window.count()) + " ms");
         }
         const auto ticks = std::chrono::duration_cast<typename Clock::duration>(c.window);
+        if (ticks.count() > int64_max / ms_per_tick::num) {
+            fail("window does not fit the clock's 64-bit tick count, got " +
+                 std::to_string(c.window.count()) + " ms");
+        }
         if (ticks.count() <= 0 ||
             std::chrono::duration_cast<std::chrono::milliseconds>(ticks) != c.window) {
             fail("window must be a whole number of the clock's ticks, got " +

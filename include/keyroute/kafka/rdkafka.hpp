@@ -219,7 +219,11 @@ auto rebuilt_for(const P& own, std::uint32_t n) -> P {
 /// any further count builds on the stack per call.
 ///
 /// A partitioner over a chosen id set, or weighted, has no counterpart at another count: it
-/// answers as configured when its answer is below the count, else RD_KAFKA_PARTITION_UA.
+/// answers as configured when its answer is below the count. Where there is no answer (such an
+/// id past the count, or a count the scheme refuses) the callback returns `partition_cnt`
+/// itself, out of range, so librdkafka fails the message at once with
+/// RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION. (RD_KAFKA_PARTITION_UA would leave it in librdkafka's
+/// unassigned queue for good: no error, no delivery report, flush() waiting out its timeout.)
 template <class Partitioner>
 class count_router {
 public:
@@ -236,17 +240,17 @@ public:
 
     [[nodiscard]] auto own() const noexcept -> const Partitioner& { return m_own; }
 
-    /// The partition of `key` among `partition_cnt`; RD_KAFKA_PARTITION_UA when `partition_cnt`
-    /// <= 0 or the scheme has no answer at that count.
+    /// The partition of `key` among `partition_cnt`; `partition_cnt` itself (out of range)
+    /// when the scheme has no answer there; RD_KAFKA_PARTITION_UA when `partition_cnt` <= 0.
     auto route(std::string_view key, std::int32_t partition_cnt) const noexcept -> std::int32_t {
         if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
         const auto n = static_cast<std::uint32_t>(partition_cnt);
-        if (n == m_own.partitions()) return static_cast<std::int32_t>(m_own.route(key));
-        if (!m_follows_count) {
+        if (!m_follows_count) {  // at its own count too: its ids need not be below it
             const std::uint32_t p = m_own.route(key);
-            return p < n ? static_cast<std::int32_t>(p) : RD_KAFKA_PARTITION_UA;
+            return p < n ? static_cast<std::int32_t>(p) : partition_cnt;
         }
-        if (!accepts_count(m_own, n)) return RD_KAFKA_PARTITION_UA;
+        if (n == m_own.partitions()) return static_cast<std::int32_t>(m_own.route(key));
+        if (!accepts_count(m_own, n)) return partition_cnt;
         for (const auto& slot : m_cache) {
             const entry* e = slot.load(std::memory_order_acquire);
             if (e == nullptr) break;
@@ -256,7 +260,7 @@ public:
         try {
             return build(key, n);
         } catch (...) {
-            return RD_KAFKA_PARTITION_UA;  // allocation failed, or a count the scheme rejects
+            return partition_cnt;  // allocation failed, or a count the scheme rejects
         }
 #else
         return build(key, n);
@@ -435,7 +439,9 @@ template <class Router, class TimePoint>
 /// maglev's table size, key groups) at that count answers, built on the first call at that count
 /// and kept (see detail::count_router; lock-free lookups, no allocation after the first call).
 /// A partitioner over an id set of your choosing, or weighted, has no counterpart at another
-/// count: it answers as configured where that is below the count, else RD_KAFKA_PARTITION_UA.
+/// count: it answers as configured where that is below the count. Where there is no answer the
+/// callback returns `partition_cnt` (out of range): librdkafka fails the message at once with
+/// RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION.
 ///
 /// NULL keys follow librdkafka's convention: a random available partition
 /// (rd_kafka_msg_partitioner_random). librdkafka itself sends keyless messages to its sticky
@@ -464,8 +470,8 @@ public:
     /// A temporary would leave the conf pointing at a destroyed object.
     void install(rd_kafka_topic_conf_t* conf) const&& = delete;
 
-    /// The partition of a (non-NULL) key among `partition_cnt`; RD_KAFKA_PARTITION_UA when
-    /// `partition_cnt` <= 0 or the scheme has no answer at that count.
+    /// The partition of a (non-NULL) key among `partition_cnt`: `partition_cnt` itself (out of
+    /// range) when the scheme has no answer there, RD_KAFKA_PARTITION_UA when it is <= 0.
     [[nodiscard]] auto partition(std::string_view key, std::int32_t partition_cnt) const noexcept
         -> std::int32_t {
         return m_router.route(key, partition_cnt);
@@ -515,17 +521,19 @@ auto stateless_partitioner_cb(const rd_kafka_topic_t* rkt, const void* key, std:
                                                msg_opaque);
     }
     const auto n = static_cast<std::uint32_t>(partition_cnt);
+    // A count the scheme refuses: out of range, so librdkafka fails the message (see
+    // detail::count_router).
     if constexpr (detail::has_max_partitions<Partitioner>::value) {
-        if (n > Partitioner::max_partitions) return RD_KAFKA_PARTITION_UA;
+        if (n > Partitioner::max_partitions) return partition_cnt;
     }
     if constexpr (detail::has_key_groups<Partitioner>::value) {
-        if (n > Partitioner::default_max_key_groups) return RD_KAFKA_PARTITION_UA;
+        if (n > Partitioner::default_max_key_groups) return partition_cnt;
     }
 #if KEYROUTE_HAS_EXCEPTIONS
     try {
         return static_cast<std::int32_t>(Partitioner(n).route(detail::key_view(key, keylen)));
     } catch (...) {
-        return RD_KAFKA_PARTITION_UA;
+        return partition_cnt;
     }
 #else
     return static_cast<std::int32_t>(Partitioner(n).route(detail::key_view(key, keylen)));
