@@ -192,7 +192,7 @@ struct quality_options {
     double min_p_value = 1e-4;
     /// A distribution test fails above this max/mean load; 0 = automatic: the load a uniform
     /// hash's busiest partition exceeds with probability below 1e-9 (Poisson tail with a union
-    /// bound over the partitions; 1.069 with the defaults).
+    /// bound over the partitions; 1.068 with the defaults).
     double max_load_ratio = 0;
     /// Avalanche fails above this mean bias; 0 = 1.5 / sqrt(avalanche_keys).
     double max_mean_bias = 0;
