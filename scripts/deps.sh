@@ -8,6 +8,10 @@ packages=(
   libxxhash-dev catch2 libbenchmark-dev librdkafka-dev libssl-dev
 )
 
+# A JDK, for the live check of java_string_hash against Java's own String.hashCode
+# (test_java_string_hash_live): any javac will do, Debian's default only when there is none.
+command -v javac >/dev/null && command -v java >/dev/null || packages+=(default-jdk-headless)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

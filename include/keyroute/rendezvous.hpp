@@ -41,7 +41,7 @@ namespace keyroute {
 ///
 /// Thread-safety: `route()` is const and touches no shared mutable state; one instance may be
 /// shared by any number of threads. Complexity: one hash of the key plus O(n) per route (n mixes,
-/// and n logarithms when weighted: ~1 ns resp. ~10 ns per partition, see bench/README.md); no
+/// and n logarithms when weighted: ~1 ns resp. ~7 ns per partition, see bench/README.md); no
 /// allocation. For hundreds of partitions or more, keyroute::maglev_partitioner is O(1).
 template <class Hash = xxh3>
 class rendezvous_partitioner {

@@ -82,7 +82,8 @@ struct salting_config {
     double auto_fraction = 0.11;
     /// Automatic mode: never call a key hot below this many events in a window. In [1, 2^32).
     std::uint64_t min_threshold = 32;
-    /// Events a hot key sends to one partition before choosing the next one (batching). >= 1.
+    /// Events a hot key sends to one partition before choosing the next one (batching). In
+    /// [1, 65536].
     std::uint32_t run_length = 32;
     /// Keys tracked at once (candidates and hot keys). In [1, 4096].
     std::uint32_t max_hot_keys = 128;
