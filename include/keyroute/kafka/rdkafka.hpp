@@ -595,7 +595,9 @@ public:
         -> std::int32_t override {
         if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
         if (key == nullptr) {
-            // c_ptr() is non-const only by declaration; the random partitioner reads the topic.
+            // The random partitioner reads the topic: none (a direct call) has no answer.
+            if (topic == nullptr) return RD_KAFKA_PARTITION_UA;
+            // c_ptr() is non-const only by declaration.
             return rd_kafka_msg_partitioner_random(const_cast<RdKafka::Topic*>(topic)->c_ptr(), key,
                                                    key_len, partition_cnt, nullptr, msg_opaque);
         }
