@@ -2,7 +2,8 @@
 # Runs every test of keyroute: installs the Debian packages it needs, then builds and tests
 #   gcc-cxx17    g++ 12,  C++17, Release, warnings as errors: every test, benchmarks, examples
 #   clang-cxx20  clang 14, C++20, Release, warnings as errors: the same
-#   asan         g++ 12,  C++20, AddressSanitizer + UndefinedBehaviorSanitizer
+#   asan         clang 14, C++20, AddressSanitizer + UndefinedBehaviorSanitizer (clang: the same
+#                build took 453 s with g++ 12 -O1, 261 s with clang, on 2 cores)
 #   tsan         clang 14, C++17, ThreadSanitizer (without the librdkafka tests)
 #   fuzz         clang 14, libFuzzer + ASan + UBSan: each fuzz target for 15 s
 # Usage: scripts/test.sh [preset...]

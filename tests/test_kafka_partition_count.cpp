@@ -112,8 +112,15 @@ TEST_CASE("a partitioner built per table is built once per new count, then alloc
     CHECK(bad == 0U);
     CHECK(after == before);
 
-    // Past the cache's four counts, a count is still answered right (built per call).
-    CHECK(disagreements(m, maglev(21), 21) == 0U);
+    // Past the cache's four counts, a count is still answered right (built per call, a table of
+    // 65537 slots each time: 100 keys, not all of them).
+    const maglev at21(21);
+    bad = 0;
+    for (std::size_t i = 0; i < 100; ++i) {
+        const auto& k = keys()[i * 29];
+        if (m.partition(k, 21) != static_cast<std::int32_t>(at21.route(k))) ++bad;
+    }
+    CHECK(bad == 0U);
 }
 
 TEST_CASE("a partitioner over a chosen id set answers as configured at another count", "[kafka]") {
