@@ -6,25 +6,15 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#if KEYROUTE_HAS_EXCEPTIONS
-#error "tests/no_exceptions.cpp must be compiled with -fno-exceptions"
-#endif
+#include "no_exceptions_check.hpp"
 
 namespace {
 
-int checks = 0;
-
-void check(bool ok, const char* what) {
-    ++checks;
-    if (ok) return;
-    std::fprintf(stderr, "no_exceptions: check failed: %s\n", what);
-    std::exit(1);
-}
+void check(bool ok, const char* what) { no_exceptions_test::check(ok, what, "no_exceptions"); }
 
 template <class P>
 void routes(const P& p, std::uint32_t n) {
@@ -103,6 +93,6 @@ int main() {
           "push second");
     check(out == std::vector<int>{0, 1, 2}, "resequenced order");
 
-    std::printf("no_exceptions: %d checks passed\n", checks);
+    std::printf("no_exceptions: %d checks passed\n", no_exceptions_test::checks);
     return 0;
 }

@@ -8,21 +8,13 @@
 #include <keyroute/partitioner.hpp>
 
 #include <cstdio>
-#include <cstdlib>
 
-#if KEYROUTE_HAS_EXCEPTIONS
-#error "tests/no_exceptions_kafka.cpp must be compiled with -fno-exceptions"
-#endif
+#include "no_exceptions_check.hpp"
 
 namespace {
 
-int checks = 0;
-
 void check(bool ok, const char* what) {
-    ++checks;
-    if (ok) return;
-    std::fprintf(stderr, "no_exceptions_kafka: check failed: %s\n", what);
-    std::exit(1);
+    no_exceptions_test::check(ok, what, "no_exceptions_kafka");
 }
 
 }  // namespace
@@ -45,6 +37,6 @@ int main() {
                                                                     nullptr) == 12,
           "kafka_partitioner through the stateless callback (UtilsTest's '21' -> 12 of 16)");
 
-    std::printf("no_exceptions_kafka: %d checks passed\n", checks);
+    std::printf("no_exceptions_kafka: %d checks passed\n", no_exceptions_test::checks);
     return 0;
 }

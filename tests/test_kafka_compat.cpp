@@ -17,6 +17,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -73,6 +74,29 @@ auto read_back(const std::string& topic, landing& out) {
     }
 }
 
+// Produces one message of delivery-log id `id` with RD_KAFKA_PARTITION_UA (the topic's
+// partitioner chooses) through the C API, copied; a null key or value is left out (NULL).
+// Returns rd_kafka_produceva's error, nullptr when queued.
+auto produce_unassigned(rd_kafka_t* rk, const std::string& topic, const std::string* key,
+                        const std::string* value, std::size_t id) -> rd_kafka_error_t* {
+    rd_kafka_vu_t vus[5];
+    std::size_t n = 0;
+    vus[n].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vus[n++].u.cstr = topic.c_str();
+    for (const auto& [type, bytes] :
+         {std::pair{RD_KAFKA_VTYPE_KEY, key}, std::pair{RD_KAFKA_VTYPE_VALUE, value}}) {
+        if (bytes == nullptr) continue;
+        vus[n].vtype = type;
+        vus[n].u.mem.ptr = const_cast<char*>(bytes->data());
+        vus[n++].u.mem.size = bytes->size();
+    }
+    vus[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vus[n++].u.i = RD_KAFKA_MSG_F_COPY;
+    vus[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vus[n++].u.ptr = kt::delivery_log::opaque(id);
+    return rd_kafka_produceva(rk, vus, n);
+}
+
 // Produces every key with RD_KAFKA_PARTITION_UA (the topic's partitioner chooses) through the C
 // API; `tconf` becomes the default topic configuration.
 auto land_c(const std::string& topic, rd_kafka_topic_conf_t* tconf) -> landing {
@@ -83,21 +107,7 @@ auto land_c(const std::string& topic, rd_kafka_topic_conf_t* tconf) -> landing {
         for (std::size_t i = 0; i < keys().size(); ++i) {
             const std::string& key = keys()[i];
             const std::string value = std::to_string(i);
-            rd_kafka_vu_t vus[5];
-            vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
-            vus[0].u.cstr = topic.c_str();
-            vus[1].vtype = RD_KAFKA_VTYPE_KEY;
-            vus[1].u.mem.ptr = const_cast<char*>(key.c_str());
-            vus[1].u.mem.size = key.size();
-            vus[2].vtype = RD_KAFKA_VTYPE_VALUE;
-            vus[2].u.mem.ptr = const_cast<char*>(value.data());
-            vus[2].u.mem.size = value.size();
-            vus[3].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-            vus[3].u.i = RD_KAFKA_MSG_F_COPY;
-            vus[4].vtype = RD_KAFKA_VTYPE_OPAQUE;
-            vus[4].u.ptr = kt::delivery_log::opaque(i);
-            rd_kafka_error_t* error = rd_kafka_produceva(rk.get(), vus, 5);
-            REQUIRE(error == nullptr);
+            REQUIRE(produce_unassigned(rk.get(), topic, &key, &value, i) == nullptr);
             rd_kafka_poll(rk.get(), 0);
         }
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(20)));
@@ -279,17 +289,7 @@ TEST_CASE("a message the partitioner has no answer for fails, it is not kept", "
         for (std::size_t i = 0; i < n; ++i) {
             const std::string key = "k" + std::to_string(i);
             if (ids.route(key) >= static_cast<std::uint32_t>(partition_count)) ++expected_failures;
-            rd_kafka_vu_t vus[4];
-            vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
-            vus[0].u.cstr = topic.c_str();
-            vus[1].vtype = RD_KAFKA_VTYPE_KEY;
-            vus[1].u.mem.ptr = const_cast<char*>(key.data());
-            vus[1].u.mem.size = key.size();
-            vus[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-            vus[2].u.i = RD_KAFKA_MSG_F_COPY;
-            vus[3].vtype = RD_KAFKA_VTYPE_OPAQUE;
-            vus[3].u.ptr = kt::delivery_log::opaque(i);
-            if (rd_kafka_error_t* e = rd_kafka_produceva(rk.get(), vus, 4)) {
+            if (rd_kafka_error_t* e = produce_unassigned(rk.get(), topic, &key, nullptr, i)) {
                 sync_error[i] = rd_kafka_error_code(e);
                 rd_kafka_error_destroy(e);
             }
@@ -328,14 +328,7 @@ TEST_CASE("keyless messages on a partitioner_cb topic are all delivered", "[kafk
     {
         kt::handle rk = kt::make_producer(cluster().bootstraps(), log, {}, tconf);
         for (std::size_t i = 0; i < n; ++i) {
-            rd_kafka_vu_t vus[3];
-            vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
-            vus[0].u.cstr = topic.c_str();
-            vus[1].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-            vus[1].u.i = RD_KAFKA_MSG_F_COPY;
-            vus[2].vtype = RD_KAFKA_VTYPE_OPAQUE;
-            vus[2].u.ptr = kt::delivery_log::opaque(i);
-            REQUIRE(rd_kafka_produceva(rk.get(), vus, 3) == nullptr);
+            REQUIRE(produce_unassigned(rk.get(), topic, nullptr, nullptr, i) == nullptr);
         }
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(20)));
     }

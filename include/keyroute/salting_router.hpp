@@ -362,17 +362,22 @@ public:
         return state_bytes(m_n, m_config.max_hot_keys, m_lanes);
     }
 
+    /// The largest partitions, max_hot_keys and lanes a configuration may ask for.
+    static constexpr std::uint32_t max_partitions = 0xffffffffU;
+    static constexpr std::uint32_t max_tracked_keys = 4096;
+    static constexpr std::uint32_t max_lanes = 256;
+
     /// Automatic mode (salting_config::lanes = 0) takes fewer lanes than hardware threads when
     /// more would take the router's state above this (with 1024 partitions: 2 lanes).
     static constexpr std::size_t auto_memory_budget = std::size_t{256} * 1024U;
 
     /// The bytes of state a router with `partitions`, `max_hot_keys` and `lanes` exclusive lanes
     /// holds once built (what memory_bytes() reports): to size a configuration before building.
-    /// A configuration a router refuses (above 2^32 - 1 partitions, 4096 hot keys or 256 lanes)
+    /// A configuration a router refuses (above max_partitions, max_tracked_keys or max_lanes)
     /// gives SIZE_MAX.
     [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                           std::uint32_t lanes) noexcept -> std::size_t {
-        if (partitions > 0xffffffffULL || max_hot_keys > 4096 || lanes > 256)
+        if (partitions > max_partitions || max_hot_keys > max_tracked_keys || lanes > max_lanes)
             return std::numeric_limits<std::size_t>::max();
         const std::size_t n = partitions;
         const std::size_t width = sketch_width(partitions);
@@ -546,7 +551,7 @@ private:
             detail::invalid_argument("salting_config." + what);
         };
         if (c.partitions == 0) fail("partitions must be at least 1, got 0");
-        if (c.partitions > 0xffffffffULL)
+        if (c.partitions > max_partitions)
             fail("partitions must be below 2^32, got " + std::to_string(c.partitions));
         if (c.window.count() <= 0)
             fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
@@ -561,15 +566,13 @@ private:
         using per_ms = std::ratio_divide<std::milli, typename Clock::period>;
         using ms_per_tick = std::ratio_divide<typename Clock::period, std::milli>;
         constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
-        if (c.window.count() > int64_max / per_ms::num) {
+        if (c.window.count() > int64_max / per_ms::num ||
+            std::chrono::duration_cast<typename Clock::duration>(c.window).count() >
+                int64_max / ms_per_tick::num) {
             fail("window does not fit the clock's 64-bit tick count, got " +
                  std::to_string(c.window.count()) + " ms");
         }
         const auto ticks = std::chrono::duration_cast<typename Clock::duration>(c.window);
-        if (ticks.count() > int64_max / ms_per_tick::num) {
-            fail("window does not fit the clock's 64-bit tick count, got " +
-                 std::to_string(c.window.count()) + " ms");
-        }
         if (ticks.count() <= 0 ||
             std::chrono::duration_cast<std::chrono::milliseconds>(ticks) != c.window) {
             fail("window must be a whole number of the clock's ticks, got " +
@@ -584,10 +587,10 @@ private:
         if (c.run_length == 0 || c.run_length > 65536) {
             fail("run_length must be in [1, 65536], got " + std::to_string(c.run_length));
         }
-        if (c.max_hot_keys == 0 || c.max_hot_keys > 4096) {
+        if (c.max_hot_keys == 0 || c.max_hot_keys > max_tracked_keys) {
             fail("max_hot_keys must be in [1, 4096], got " + std::to_string(c.max_hot_keys));
         }
-        if (c.lanes > 256) fail("lanes must be at most 256, got " + std::to_string(c.lanes));
+        if (c.lanes > max_lanes) fail("lanes must be at most 256, got " + std::to_string(c.lanes));
         if (c.threshold > 0xffffffffULL)
             fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
         salting_config resolved = c;

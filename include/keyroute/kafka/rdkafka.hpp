@@ -126,44 +126,47 @@ inline auto key_view(const void* key, std::size_t len) noexcept -> std::string_v
     return {static_cast<const char*>(key), len};
 }
 
-template <class P, class = void>
-struct has_table_size : std::false_type {};  // maglev_partitioner
+/// Whether `Op<P>` is well-formed: what a partitioner offers, for the callbacks below.
+template <class P, template <class> class Op, class = void>
+struct detects : std::false_type {};
+template <class P, template <class> class Op>
+struct detects<P, Op, std::void_t<Op<P>>> : std::true_type {};
+
 template <class P>
-struct has_table_size<P, std::void_t<decltype(std::declval<const P&>().table_size())>>
-    : std::true_type {};
-template <class P, class = void>
-struct has_key_groups : std::false_type {};  // key_group_partitioner
+using table_size_of = decltype(std::declval<const P&>().table_size());  // maglev_partitioner
 template <class P>
-struct has_key_groups<P, std::void_t<decltype(std::declval<const P&>().max_key_groups())>>
-    : std::true_type {};
-template <class P, class = void>
-struct has_hash_function : std::false_type {};
+using key_groups_of = decltype(std::declval<const P&>().max_key_groups());  // key_group_partitioner
 template <class P>
-struct has_hash_function<P, std::void_t<decltype(std::declval<const P&>().hash_function())>>
-    : std::true_type {};
-template <class P, class = void>
-struct has_ids : std::false_type {};  // maglev_partitioner, rendezvous_partitioner
+using hash_function_of = decltype(std::declval<const P&>().hash_function());
 template <class P>
-struct has_ids<P, std::void_t<decltype(std::declval<const P&>().ids())>> : std::true_type {};
-template <class P, class = void>
-struct has_weighted : std::false_type {};  // rendezvous_partitioner
+using ids_of = decltype(std::declval<const P&>().ids());  // maglev, rendezvous
 template <class P>
-struct has_weighted<P, std::void_t<decltype(std::declval<const P&>().weighted())>>
-    : std::true_type {};
-template <class P, class = void>
-struct has_max_partitions : std::false_type {};
+using weighted_of = decltype(std::declval<const P&>().weighted());  // rendezvous_partitioner
 template <class P>
-struct has_max_partitions<P, std::void_t<decltype(P::max_partitions)>> : std::true_type {};
+using max_partitions_of = decltype(P::max_partitions);
+
+template <class P>
+inline constexpr bool has_table_size = detects<P, table_size_of>::value;
+template <class P>
+inline constexpr bool has_key_groups = detects<P, key_groups_of>::value;
+template <class P>
+inline constexpr bool has_hash_function = detects<P, hash_function_of>::value;
+template <class P>
+inline constexpr bool has_ids = detects<P, ids_of>::value;
+template <class P>
+inline constexpr bool has_weighted = detects<P, weighted_of>::value;
+template <class P>
+inline constexpr bool has_max_partitions = detects<P, max_partitions_of>::value;
 
 /// Whether `own` is defined by its partition count and settings alone (ids 0..n-1, equal
 /// weights), so that the same scheme at another count exists. A partitioner over an id set of
 /// the user's choosing, or weighted, has no counterpart at another count.
 template <class P>
 auto follows_count(const P& own) noexcept -> bool {
-    if constexpr (has_weighted<P>::value) {
+    if constexpr (has_weighted<P>) {
         if (own.weighted()) return false;
     }
-    if constexpr (has_ids<P>::value) {
+    if constexpr (has_ids<P>) {
         std::uint32_t expected = 0;
         for (const auto id : own.ids()) {
             if (id != expected++) return false;
@@ -176,13 +179,13 @@ auto follows_count(const P& own) noexcept -> bool {
 /// builds without exceptions do not abort on a count the scheme rejects.
 template <class P>
 auto accepts_count(const P& own, std::uint32_t n) noexcept -> bool {
-    if constexpr (has_max_partitions<P>::value) {
+    if constexpr (has_max_partitions<P>) {
         if (n > P::max_partitions) return false;
     }
-    if constexpr (has_table_size<P>::value) {
+    if constexpr (has_table_size<P>) {
         if (n > own.table_size()) return false;
     }
-    if constexpr (has_key_groups<P>::value) {
+    if constexpr (has_key_groups<P>) {
         if (n > own.max_key_groups()) return false;
     }
     static_cast<void>(own);
@@ -195,11 +198,11 @@ auto accepts_count(const P& own, std::uint32_t n) noexcept -> bool {
 /// @throws what the constructor throws (a rejected count; std::bad_alloc).
 template <class P>
 auto rebuilt_for(const P& own, std::uint32_t n) -> P {
-    if constexpr (has_table_size<P>::value && has_hash_function<P>::value) {
+    if constexpr (has_table_size<P> && has_hash_function<P>) {
         return P(n, own.table_size(), own.hash_function());
-    } else if constexpr (has_key_groups<P>::value && has_hash_function<P>::value) {
+    } else if constexpr (has_key_groups<P> && has_hash_function<P>) {
         return P(n, own.max_key_groups(), own.hash_function());
-    } else if constexpr (has_hash_function<P>::value) {
+    } else if constexpr (has_hash_function<P>) {
         if constexpr (std::is_constructible_v<P, std::uint64_t, decltype(own.hash_function())>) {
             return P(n, own.hash_function());
         } else {
@@ -512,7 +515,7 @@ auto stateless_partitioner_cb(const rd_kafka_topic_t* rkt, const void* key, std:
                               std::int32_t partition_cnt, void* rkt_opaque,
                               void* msg_opaque) noexcept -> std::int32_t {
     static_assert(detail::check_static_partitioner<Partitioner>());
-    static_assert(!detail::has_ids<Partitioner>::value,
+    static_assert(!detail::has_ids<Partitioner>,
                   "keyroute::kafka::stateless_partitioner_cb would build this partitioner's table "
                   "or id list (allocating) on every call: use partitioner_cb");
     if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
@@ -523,10 +526,10 @@ auto stateless_partitioner_cb(const rd_kafka_topic_t* rkt, const void* key, std:
     const auto n = static_cast<std::uint32_t>(partition_cnt);
     // A count the scheme refuses: out of range, so librdkafka fails the message (see
     // detail::count_router).
-    if constexpr (detail::has_max_partitions<Partitioner>::value) {
+    if constexpr (detail::has_max_partitions<Partitioner>) {
         if (n > Partitioner::max_partitions) return partition_cnt;
     }
-    if constexpr (detail::has_key_groups<Partitioner>::value) {
+    if constexpr (detail::has_key_groups<Partitioner>) {
         if (n > Partitioner::default_max_key_groups) return partition_cnt;
     }
 #if KEYROUTE_HAS_EXCEPTIONS
