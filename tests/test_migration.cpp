@@ -7,6 +7,7 @@
 #include <keyroute/partitioner.hpp>
 #include <keyroute/rendezvous.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -204,6 +205,49 @@ TEST_CASE("partitions past the listing limit are still known to be in their side
     r.write_text(text, r.partitions.size());
     CHECK(text.str().find("(removed)") == std::string::npos);
     CHECK(text.str().find("(added)") != std::string::npos);  // new ids keys went to
+}
+
+namespace {
+/// Breaks the partitioner contract on purpose: 2 partitions, but "stray" keys go to id 7.
+struct stray_partitioner {
+    [[nodiscard]] auto route(std::string_view key) const noexcept -> std::uint32_t {
+        return key.substr(0, 5) == "stray" ? 7U : static_cast<std::uint32_t>(key.size() % 2);
+    }
+    [[nodiscard]] auto partitions() const noexcept -> std::uint32_t { return 2; }
+};
+}  // namespace
+
+TEST_CASE("an id a partitioner routes to outside its own gets a row of its own", "[migration]") {
+    // Until 0.2.9 such an id was written past the end of the report's dense array (ASan: heap
+    // buffer overflow) and had no row.
+    const std::vector<std::string> keys = {"a", "bb", "stray-1", "stray-22", "cc"};
+    const auto r =
+        keyroute::compare_partitioners(keyroute::jump_partitioner(2), stray_partitioner{}, keys);
+    REQUIRE(r.keys == 5);
+    const auto row = std::find_if(r.partitions.begin(), r.partitions.end(),
+                                  [](const auto& f) { return f.partition == 7; });
+    REQUIRE(row != r.partitions.end());
+    CHECK(row->new_keys == 2);
+    CHECK(row->old_keys == 0);
+    CHECK_FALSE(row->in_old);
+    CHECK_FALSE(row->in_new);
+    std::uint64_t new_keys = 0;
+    for (const auto& f : r.partitions) new_keys += f.new_keys;
+    CHECK(new_keys == 5);
+}
+
+TEST_CASE("sparse ids are counted in a map, not an array up to the largest", "[migration]") {
+    // Two ids {0, 2^20 - 1} took a 72 MiB array until 0.2.9; a dense run of ids keeps its array.
+    CHECK(keyroute::detail::flow_table((std::uint64_t{1} << 20U) - 1, 4).dense_ids() == 0);
+    CHECK(keyroute::detail::flow_table(1023, 4).dense_ids() == 1024);
+    CHECK(keyroute::detail::flow_table(99999, 20000).dense_ids() == 100000);
+    const keyroute::rendezvous_partitioner<> before(std::vector<std::uint32_t>{0, 1048575});
+    const keyroute::rendezvous_partitioner<> after(std::vector<std::uint32_t>{0, 1048574});
+    const auto r = keyroute::compare_partitioners(before, after, keyroute::generated_keys{1000});
+    REQUIRE(r.partitions.size() == 3);
+    CHECK(r.partitions[2].partition == 1048575);
+    CHECK(r.partitions[2].in_old);
+    CHECK_FALSE(r.partitions[2].in_new);
 }
 
 TEST_CASE("the text and JSON writers print the figures", "[migration][output]") {

@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -102,6 +103,67 @@ TEST_CASE("equal weights route exactly as no weights; weights scale freely",
         REQUIRE(plain.route(k) == equal.route(k));
         REQUIRE(w.route(k) == w_scaled.route(k));
     }
+}
+
+TEST_CASE("only ratios of weights matter, at any magnitude", "[rendezvous][weights]") {
+    // Until 0.2.9 the score w / -ln(u) overflowed to inf near DBL_MAX (ties then went to the
+    // smaller id: 0.467 of keys on the id of weight 1/3 at {DBL_MAX / 2, DBL_MAX}) and
+    // underflowed for subnormal weights.
+    const std::vector<std::uint32_t> ids = {0, 1};
+    const rendezvous unit(ids, {1, 2});
+    const double max = std::numeric_limits<double>::max();
+    const double tiny = std::numeric_limits<double>::denorm_min();
+    const rendezvous huge(ids, {max / 2, max});
+    const rendezvous subnormal(ids, {tiny, 2 * tiny});
+    const rendezvous wide(ids, {std::ldexp(1.0, -900), std::ldexp(2.0, -900)});
+    for (const auto& k : random_keys(20000, 11)) {
+        REQUIRE(huge.route(k) == unit.route(k));
+        REQUIRE(subnormal.route(k) == unit.route(k));
+        REQUIRE(wide.route(k) == unit.route(k));
+    }
+    // Within a factor of 2^960 of each other is accepted; beyond, refused with both values.
+    CHECK_NOTHROW(rendezvous(ids, {1.0, std::ldexp(1.0, 960)}));
+    CHECK_NOTHROW(rendezvous(ids, {tiny, std::ldexp(1.0, -115)}));
+    REQUIRE_THROWS_AS(rendezvous(ids, {1.0, std::ldexp(1.0, 961)}), std::invalid_argument);
+    REQUIRE_THROWS_WITH(rendezvous(ids, {1e-300, 1e300}),
+                        keyroute_test::contains("within a factor of 2^960 of each other, got "
+                                                "1e+300 and 1e-300"));
+}
+
+namespace {
+/// The inverse of detail::fmix64 (each xor-shift by 33 is its own inverse; the multipliers are
+/// odd, inverted mod 2^64 by Newton's iteration x = x(2 - ax)).
+constexpr auto inverse_mod_2_64(std::uint64_t a) -> std::uint64_t {
+    std::uint64_t x = a;
+    for (int i = 0; i < 6; ++i) x *= 2 - a * x;
+    return x;
+}
+constexpr auto unmix64(std::uint64_t x) -> std::uint64_t {
+    x ^= x >> 33U;
+    x *= inverse_mod_2_64(0xc4ceb9fe1a85ec53ULL);
+    x ^= x >> 33U;
+    x *= inverse_mod_2_64(0xff51afd7ed558ccdULL);
+    x ^= x >> 33U;
+    return x;
+}
+struct fixed_hash {
+    std::uint64_t value;
+    auto operator()(std::string_view /*key*/) const noexcept -> std::uint64_t { return value; }
+};
+}  // namespace
+
+TEST_CASE("the best possible draw wins a weighted rendezvous", "[rendezvous][weights]") {
+    // A key whose s(0) is 2^64 - 1: u(0) = (2^53 - 1 + 0.5) / 2^53 rounds to 1, so until 0.2.9
+    // id 0 scored -inf and lost to any other id, whatever the weights.
+    const std::uint64_t seed0 = keyroute::detail::fmix64(0x9e3779b97f4a7c15ULL);  // id 0's
+    const fixed_hash h{unmix64(~std::uint64_t{0}) ^ seed0};
+    REQUIRE(keyroute::detail::fmix64(h.value ^ seed0) == ~std::uint64_t{0});
+    const keyroute::rendezvous_partitioner<fixed_hash> w({0, 1}, {2, 1}, h);
+    CHECK(w.route("any") == 0);
+    const keyroute::rendezvous_partitioner<fixed_hash> light({0, 1}, {1, 1e9}, h);
+    CHECK(light.route("any") == 0);  // 1 / 2^-53 beats 1e9 / -ln(u(1)) unless u(1) is as close
+    const keyroute::rendezvous_partitioner<fixed_hash> plain({0, 1}, {}, h);
+    CHECK(plain.route("any") == 0);
 }
 
 TEST_CASE("bad id sets and weights are rejected, naming the field and value",

@@ -54,7 +54,8 @@ constexpr auto is_prime(std::uint64_t m) noexcept -> bool {
 ///
 /// Thread-safety: `route()` is const and touches no shared mutable state; one instance may be
 /// shared by any number of threads. Complexity: route is one hash, one exact reduction and one
-/// table load, no allocation; construction is O(M log M) expected time and 4 M bytes.
+/// table load, no allocation; construction is O(M log M) expected time, and keeps 4 M bytes
+/// (8 M at its peak, while building).
 template <class Hash = xxh3>
 class maglev_partitioner {
     static_assert((detail::check_hash_functor<Hash>(), true));
@@ -65,7 +66,7 @@ public:
     /// The table size used when none is given: 65537, the paper's example, fine up to ~650 ids.
     static constexpr std::uint32_t default_table_size = 65537;
 
-    /// The largest table size accepted: 2^31 - 1 (a prime; 8 GiB of table).
+    /// The largest table size accepted: 2^31 - 1 (a prime; 8 GiB of table, 16 GiB while built).
     static constexpr std::uint32_t max_table_size = 0x7fffffffU;
 
     /// The smallest prime >= max(65537, 100 * max_partitions): a table size that keeps the load
@@ -92,7 +93,9 @@ public:
         : maglev_partitioner(detail::iota_ids(partitions, checked_table_size(table_size), who),
                              table_size, hash) {}
 
-    /// The given partition ids (any order) over a table of `table_size` slots.
+    /// The given partition ids (any order) over a table of `table_size` slots. Name the type for
+    /// one id: `maglev_partitioner<>({7})` is the count constructor (7 partitions), and
+    /// `std::vector<std::uint32_t>{7}` the id set {7}.
     /// @throws std::invalid_argument if `ids` is empty, holds an id twice, or has more ids than
     ///         `table_size`, or `table_size` is not a prime in [2, max_table_size].
     explicit maglev_partitioner(std::vector<std::uint32_t> ids,

@@ -185,20 +185,28 @@ auto max_partition_id(const P& p) -> std::uint64_t {
     }
 }
 
-/// Flow accumulators by partition id: a dense array for small ids, a hash map otherwise.
+/// Flow accumulators by partition id: a dense array where the ids are small and not too sparse
+/// (below 2^20, and below 8 x the partitions of both sides + 1024), a hash map otherwise (until
+/// 0.2.9 two ids {0, 2^20 - 1} took a 72 MiB array).
 class flow_table {
 public:
     static constexpr std::uint64_t dense_limit = std::uint64_t{1} << 20U;
 
-    explicit flow_table(std::uint64_t max_id) {
-        if (max_id < dense_limit) m_dense.resize(static_cast<std::size_t>(max_id) + 1);
+    flow_table(std::uint64_t max_id, std::uint64_t partitions) {
+        if (max_id < dense_limit && max_id < 8 * partitions + 1024)
+            m_dense.resize(static_cast<std::size_t>(max_id) + 1);
     }
 
+    /// An id past the enumerated ones (a partitioner that routes outside its own ids) goes to
+    /// the hash map: until 0.2.9 it was written past the dense array's end.
     auto at(std::uint32_t id) -> partition_flow& {
-        partition_flow& f = m_dense.empty() ? m_sparse[id] : m_dense[id];
+        partition_flow& f = id < m_dense.size() ? m_dense[id] : m_sparse[id];
         f.partition = id;
         return f;
     }
+
+    /// Ids the dense array covers (0 when every id goes to the hash map).
+    [[nodiscard]] auto dense_ids() const noexcept -> std::size_t { return m_dense.size(); }
 
     auto take_sorted() -> std::vector<partition_flow> {
         std::vector<partition_flow> out;
@@ -228,7 +236,8 @@ public:
     migration_accumulator(const Old& before, const New& after)
         : m_old(before),
           m_new(after),
-          m_flows(std::max(max_partition_id(before), max_partition_id(after))) {
+          m_flows(std::max(max_partition_id(before), max_partition_id(after)),
+                  std::uint64_t{before.partitions()} + after.partitions()) {
         enumerate_ids(before, flow_table::dense_limit,
                       [&](std::uint32_t id) { m_flows.at(id).in_old = true; });
         enumerate_ids(after, flow_table::dense_limit,
@@ -299,8 +308,9 @@ struct is_key_range<Keys, std::void_t<decltype(std::begin(std::declval<const Key
 ///         weight is negative, infinite or NaN (the message names the index and value), or the
 ///         weights add up to more than a double holds (every total of the report is then
 ///         finite).
-/// Complexity: two routes per key, O(keys + partitions) memory. Thread-safe if the partitioners'
-/// `route()` is.
+/// Complexity: two routes per key; memory O(keys + partitions), plus, where the ids are below
+/// 2^20 and not sparse (see detail::flow_table), 72 bytes per id up to the largest. Thread-safe if
+/// the partitioners' `route()` is.
 template <class Old, class New, class Keys,
           std::enable_if_t<detail::is_key_range<Keys>::value, int> = 0>
 auto compare_partitioners(const Old& before, const New& after, const Keys& keys,

@@ -133,8 +133,10 @@ public:
     using hash_partitioner::hash_partitioner;
 };
 
-/// librdkafka's `consistent` partitioner (and `consistent_random` for non-NULL keys):
-/// `crc32(key) % n`. n in [1, 2^31-1]. Compatibility contract.
+/// librdkafka's `consistent` partitioner (and `consistent_random` for non-empty keys: librdkafka
+/// sends an empty key, like a NULL one, to a random or sticky partition there; `consistent`
+/// hashes it, crc32("") = 0, to partition 0): `crc32(key) % n`. n in [1, 2^31-1]. Compatibility
+/// contract.
 class rdkafka_consistent_partitioner final : public hash_partitioner<detail::int32_count<crc32>> {
 public:
     using hash_partitioner::hash_partitioner;

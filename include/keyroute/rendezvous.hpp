@@ -9,9 +9,11 @@
 #include "detail/mix.hpp"
 #include "hash.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -25,10 +27,14 @@ namespace keyroute {
 /// With h = hash64(key) (the 64-bit hash, or fmix64 of a 32-bit one) and, for partition id p,
 /// s(p) = fmix64(h ^ fmix64(p ^ 0x9e3779b97f4a7c15)):
 /// - unweighted (no weights, or all weights equal): the id with the largest s(p);
-/// - weighted: the id with the largest w(p) / -ln(u(p)), u(p) = ((s(p) >> 11) + 0.5) / 2^53 in
-///   (0, 1). A key then lands on p with probability w(p) / sum(w).
-/// Ties (probability ~2^-64 per key) go to the smaller id. The order of `ids` given to the
-/// constructor does not matter.
+/// - weighted: the id with the largest w(p) / -ln(u(p)), u(p) = ((s(p) >> 11) + 0.5) / 2^53
+///   (rounded to the double below 1 when that sum rounds up to 1, for s(p) >> 11 = 2^53 - 1), and
+///   w(p) the weight times the one power of two that puts the largest weight in [1, 2): exact,
+///   so only ratios matter at any magnitude (until 0.2.9 weights near DBL_MAX overflowed the
+///   score to inf, and subnormal ones underflowed it, both ignoring the weights). A key then
+///   lands on p with probability w(p) / sum(w).
+/// Ties (probability ~2^-64 per key unweighted, ~2^-53 weighted) go to the smaller id. The order
+/// of `ids` given to the constructor does not matter.
 ///
 /// Resizing: adding a partition moves only the keys it wins (w(new) / sum of the new weights;
 /// 1/(n+1) unweighted); removing one moves only its own keys; changing one weight moves keys only
@@ -59,7 +65,8 @@ public:
         : rendezvous_partitioner(detail::iota_ids(partitions, max_partitions, who), {}, hash) {}
 
     /// The given partition ids (any order), unweighted. (For a custom hash without weights, pass
-    /// `(ids, {}, hash)`.)
+    /// `(ids, {}, hash)`.) Name the type for one id: `rendezvous_partitioner<>({5})` is the count
+    /// constructor (5 partitions), and `std::vector<std::uint32_t>{5}` the id set {5}.
     /// @throws std::invalid_argument if `ids` is empty, larger than `max_partitions`, or holds an
     ///         id twice; the message names the id.
     explicit rendezvous_partitioner(std::vector<std::uint32_t> ids)
@@ -69,7 +76,8 @@ public:
     /// p with probability weights[p] / sum(weights). Only ratios matter. An empty `weights` means
     /// unweighted.
     /// @throws std::invalid_argument as above, or if `weights.size() != ids.size()`, or a weight
-    ///         is zero, negative, infinite or NaN; the message names its index, value and id.
+    ///         is zero, negative, infinite or NaN (the message names its index, value and id), or
+    ///         the largest weight is more than 2^960 (about 1e289) times the smallest.
     rendezvous_partitioner(std::vector<std::uint32_t> ids, std::vector<double> weights,
                            Hash hash = Hash{})
         : m_hash(hash),
@@ -80,6 +88,7 @@ public:
         for (const std::uint32_t id : m_ids) m_seeds.push_back(seed_of(id));
         m_weighted = false;
         for (const double w : m_weights) m_weighted = m_weighted || w != m_weights.front();
+        if (m_weighted) m_scaled = scaled(m_weights);
     }
 
     /// The partition id of `key`, one of `ids()`. Any bytes; an empty key is a key like any other.
@@ -112,6 +121,24 @@ private:
         return detail::fmix64(std::uint64_t{id} ^ 0x9e3779b97f4a7c15ULL);
     }
 
+    /// The weights times 2^-e, e the largest's binary exponent: the largest in [1, 2), the
+    /// smallest at least 2^-960, so every score w / -ln(u) (-ln(u) in [2^-54, 37.5]) is a normal
+    /// double and scaling changes no comparison.
+    static auto scaled(const std::vector<double>& weights) -> std::vector<double> {
+        const double largest = *std::max_element(weights.begin(), weights.end());
+        const double smallest = *std::min_element(weights.begin(), weights.end());
+        const int e = std::ilogb(largest);
+        if (std::ilogb(smallest) < e - 960) {
+            std::ostringstream msg;
+            msg << who << ": weights must be within a factor of 2^960 of each other, got "
+                << largest << " and " << smallest;
+            detail::invalid_argument(msg.str());
+        }
+        std::vector<double> out(weights.size());
+        for (std::size_t i = 0; i < weights.size(); ++i) out[i] = std::ldexp(weights[i], -e);
+        return out;
+    }
+
     [[nodiscard]] auto best_unweighted(std::uint64_t h) const noexcept -> std::size_t {
         std::size_t best = 0;
         std::uint64_t best_score = detail::fmix64(h ^ m_seeds[0]);
@@ -131,9 +158,11 @@ private:
         double best_score = -1.0;
         for (std::size_t i = 0; i < m_seeds.size(); ++i) {
             const std::uint64_t s = detail::fmix64(h ^ m_seeds[i]);
-            // u in (0, 1): the top 53 bits, centred so that neither 0 nor 1 occurs.
-            const double u = (static_cast<double>(s >> 11U) + 0.5) * 0x1.0p-53;
-            const double score = m_weights[i] / -std::log(u);
+            // u in (0, 1): the top 53 bits, centred, and kept below 1 (2^53 - 1 + 0.5 rounds to
+            // 2^53, and -ln(1) = 0 gave that id the score -inf: it could never win).
+            const double u =
+                std::min((static_cast<double>(s >> 11U) + 0.5) * 0x1.0p-53, 0x1.fffffffffffffp-1);
+            const double score = m_scaled[i] / -std::log(u);
             if (score > best_score) {
                 best_score = score;
                 best = i;
@@ -145,6 +174,7 @@ private:
     Hash m_hash;
     std::vector<std::uint32_t> m_ids;
     std::vector<double> m_weights;
+    std::vector<double> m_scaled;  // the weights scaled (see scaled()), when weighted
     std::vector<std::uint64_t> m_seeds;
     bool m_weighted = false;
 };
