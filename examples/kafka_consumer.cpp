@@ -6,6 +6,16 @@
 // Without a broker address it starts librdkafka's in-process mock cluster (3 brokers on
 // 127.0.0.1, a 16-partition topic), fills it with a skewed stream routed by the salting router,
 // and consumes that. It stops after 3 seconds without new messages.
+//
+// Two choices matter for order (docs/kafka.md, "Consuming spread keys"):
+// - It reads EVERY partition of the topic itself (rd_kafka_assign; the group only keeps the
+//   committed offsets): the salting router spreads a hot key over many partitions, and a
+//   resequencer can only put the key back in order if it reads all of them. A consumer group
+//   that splits the partitions between members (rd_kafka_subscribe) cannot.
+// - Its watermark is processing time (a steady clock), not the messages' timestamps: producers
+//   set those, one skewed clock would move the watermark a day ahead for good, and while one
+//   partition's backlog is read, its newest timestamps would give up sequences still unread on
+//   the others.
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
 #include <keyroute/resequencer.hpp>
@@ -62,6 +72,35 @@ auto seed(const std::string& brokers, const char* topic, int partitions) -> bool
     return ok;
 }
 
+// Every partition of `topic` (its count from the cluster's metadata), from the group's committed
+// offsets (RD_KAFKA_OFFSET_INVALID: the committed one, else auto.offset.reset); nullptr when the
+// topic is not found.
+auto all_partitions(rd_kafka_t* rk, const char* topic) -> rd_kafka_topic_partition_list_t* {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic, nullptr);
+    rd_kafka_topic_partition_list_t* list = nullptr;
+    for (int attempt = 0; attempt < 10 && list == nullptr; ++attempt) {
+        const rd_kafka_metadata_t* md = nullptr;
+        if (rd_kafka_metadata(rk, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                md->topics[0].partition_cnt > 0) {
+                list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+                for (int p = 0; p < md->topics[0].partition_cnt; ++p)
+                    rd_kafka_topic_partition_list_add(list, topic, p)->offset =
+                        RD_KAFKA_OFFSET_INVALID;
+            }
+            rd_kafka_metadata_destroy(md);
+        }
+    }
+    rd_kafka_topic_destroy(rkt);
+    return list;
+}
+
+// The watermark clock: processing time in milliseconds.
+auto processing_time() -> std::chrono::milliseconds {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now().time_since_epoch());
+}
+
 // Commits, for every assigned partition, the offset the resequencer says is safe.
 template <class Resequencer>
 void commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) {
@@ -74,7 +113,11 @@ void commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) {
             rd_kafka_topic_partition_list_add(offsets, tp.topic, tp.partition)->offset = *safe;
         }
     }
-    if (offsets->cnt > 0) rd_kafka_commit(rk, offsets, 1 /* async */);
+    if (offsets->cnt > 0) {
+        const rd_kafka_resp_err_t err = rd_kafka_commit(rk, offsets, 0 /* synchronous */);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            std::fprintf(stderr, "commit: %s\n", rd_kafka_err2str(err));
+    }
     rd_kafka_topic_partition_list_destroy(offsets);
     rd_kafka_topic_partition_list_destroy(assigned);
 }
@@ -106,12 +149,21 @@ int main(int argc, char** argv) {
                                               {"enable.auto.commit", "false"}});
     if (rk == nullptr) return 1;
     rd_kafka_poll_set_consumer(rk);
-    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(topics, topic, RD_KAFKA_PARTITION_UA);
-    rd_kafka_subscribe(rk, topics);
-    rd_kafka_topic_partition_list_destroy(topics);
+    rd_kafka_topic_partition_list_t* partitions = all_partitions(rk, topic);
+    if (partitions == nullptr) {
+        std::fprintf(stderr, "topic %s not found\n", topic);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    const rd_kafka_resp_err_t assigned = rd_kafka_assign(rk, partitions);
+    rd_kafka_topic_partition_list_destroy(partitions);
+    if (assigned != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        std::fprintf(stderr, "assign: %s\n", rd_kafka_err2str(assigned));
+        rd_kafka_destroy(rk);
+        return 1;
+    }
 
-    // Events are held at most 5 s of message time waiting for a missing sequence.
+    // Events are held at most 5 s of processing time waiting for a missing sequence.
     std::map<std::string, std::uint64_t> delivered;
     std::uint64_t malformed = 0;
     keyroute::resequencer_config config;
@@ -130,30 +182,34 @@ int main(int argc, char** argv) {
                          keyroute::to_string(g.reason));
         });
 
-    std::int64_t newest = 0;
     std::uint64_t read = 0;
+    std::uint64_t refused = 0;
     auto last_message = std::chrono::steady_clock::now();
-    // Stop after 3 s without messages (15 s before the first: joining the group takes a while).
+    // Stop after 3 s without messages (15 s before the first: the first fetch takes a while).
     while (std::chrono::steady_clock::now() - last_message <
            std::chrono::seconds(read == 0 ? 15 : 3)) {
         rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
-        if (m == nullptr) continue;
-        if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (m != nullptr && m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             last_message = std::chrono::steady_clock::now();
             keyroute::stamp_error error = keyroute::stamp_error::none;
             const auto st = keyroute::kafka::try_read_stamp(m, &error);
             if (error != keyroute::stamp_error::none) ++malformed;  // then treated as unstamped
-            const std::int64_t ts = rd_kafka_message_timestamp(m, nullptr);
-            newest = std::max(newest, ts);
-            reseq.push(std::string_view(static_cast<const char*>(m->key), m->key_len),
-                       st.value_or(keyroute::stamp{}),
-                       std::string(static_cast<const char*>(m->payload), m->len),
-                       keyroute::origin{static_cast<std::uint32_t>(m->partition), m->offset},
-                       std::chrono::milliseconds(ts));
-            reseq.advance_watermark(std::chrono::milliseconds(newest));
+            const auto result =
+                reseq.push(std::string_view(static_cast<const char*>(m->key), m->key_len),
+                           st.value_or(keyroute::stamp{}),
+                           std::string(static_cast<const char*>(m->payload), m->len),
+                           keyroute::origin{static_cast<std::uint32_t>(m->partition), m->offset},
+                           processing_time());
+            // Refused only under overflow_policy::refuse (not this example's): the event stays
+            // with the caller, to retry once held events are released.
+            if (result == keyroute::push_result::refused) ++refused;
             if (++read % 5000 == 0) commit_safe_offsets(rk, reseq);
+        } else if (m != nullptr && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            std::fprintf(stderr, "consume: %s\n", rd_kafka_message_errstr(m));
         }
-        rd_kafka_message_destroy(m);
+        if (m != nullptr) rd_kafka_message_destroy(m);
+        // Every turn, with or without a message: held events leave on time while nothing comes.
+        reseq.advance_watermark(processing_time());
     }
     // Shutting down: process what is held, then commit everything read.
     reseq.flush();
@@ -165,12 +221,12 @@ int main(int argc, char** argv) {
     const auto hot = delivered.find("user-42");
     std::printf(
         "read %llu, delivered %llu (held on the way: %llu, duplicates %llu, "
-        "missing %llu, malformed stamps %llu), %zu keys; user-42: %llu\n",
+        "missing %llu, malformed stamps %llu, refused %llu), %zu keys; user-42: %llu\n",
         static_cast<unsigned long long>(read), static_cast<unsigned long long>(stats.delivered),
         static_cast<unsigned long long>(stats.held),
         static_cast<unsigned long long>(stats.duplicates),
         static_cast<unsigned long long>(stats.missing), static_cast<unsigned long long>(malformed),
-        delivered.size(),
+        static_cast<unsigned long long>(refused), delivered.size(),
         static_cast<unsigned long long>(hot != delivered.end() ? hot->second : 0));
     if (mock != nullptr) rd_kafka_mock_cluster_destroy(mock);
     if (mock_rk != nullptr) rd_kafka_destroy(mock_rk);

@@ -59,7 +59,7 @@ TEMPLATE_TEST_CASE("empty, binary and 1 MiB keys route without trouble", "[parti
     const std::string nul("a\0b", 3);
     CHECK(p.route(nul) < 12U);
     const std::string huge(std::size_t{1} << 20U, '\xff');
-    CHECK(p.route(huge) == p.route(std::string(huge)));
+    CHECK(p.route(huge) < 12U);  // every byte hashed: test_bad_input's 1 MiB keys
 }
 
 TEST_CASE("the default partitioner is fold32(XXH3_64bits) % n, pinned", "[partitioner][compat]") {

@@ -6,8 +6,10 @@
 
 #include <keyroute/partitioner.hpp>
 #include <keyroute/salting_router.hpp>
+#include <atomic>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -547,6 +549,7 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     std::vector<std::uint64_t> cold_moved(3, 0);
     std::vector<std::uint64_t> routed_per_partition(16 * 3, 0);
     std::vector<std::thread> threads;
+    std::atomic<int> finished{0};
     for (int t = 0; t < 3; ++t) {  // 3 threads > 2 cores, and lanes are shared past `lanes`
         threads.emplace_back([&, t] {
             for (int i = 0; i < per_thread; ++i) {
@@ -557,11 +560,15 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
                 if (key != "hot" && d.partition != base.route(key))
                     ++cold_moved[static_cast<std::size_t>(t)];
             }
+            finished.fetch_add(1);
         });
     }
-    // Availability changes while the threads route.
-    for (int k = 0; k < 100; ++k)
+    // Availability changes while the threads route: until they are done (100 changes in a row
+    // took microseconds, likely over before the threads started), and at least 100.
+    for (int k = 0; k < 100 || finished.load() < 3; ++k) {
         router.set_available(static_cast<std::uint32_t>(k % 16), k % 2 == 0);
+        std::this_thread::yield();
+    }
     for (auto& th : threads) th.join();
     for (std::uint32_t p = 0; p < 16; ++p) router.set_available(p, true);
     const auto s = router.stats();

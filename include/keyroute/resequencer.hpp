@@ -48,6 +48,12 @@
 /// with `delivery_order::out_of_order`. Nothing is dropped silently: every push is delivered
 /// once, or reported as a duplicate, or refused (and left with the caller).
 ///
+/// Reading: one resequencer must be fed every partition a key's events can be on (with the
+/// salting router, every partition of the topic). A consumer group that splits the partitions
+/// between members cannot restore a spread key's order; assign the partitions to one consumer
+/// (docs/kafka.md, "Consuming spread keys"). Prefer processing time for the watermark clock:
+/// message timestamps come from producers' clocks.
+///
 /// Thread-safety: none. One resequencer belongs to one consumer thread; calls must not overlap,
 /// and the sinks must not call back into the resequencer that invoked them (checked: such a call
 /// throws std::logic_error). Different resequencers are independent.

@@ -19,7 +19,9 @@
 ///     varint     : episode                   >= 1
 ///     varint     : sequence
 ///
-/// At most 2 + 10 + 3 + 10 + 10 = 35 bytes; typically 10 to 16. The header name keyroute uses
+/// The encoder writes at most 2 + 10 + 3 + 10 + 10 = 35 bytes, typically 10 to 16. The decoder
+/// also accepts varints padded to their 10 bytes (not the shortest form, but within 64 bits), so
+/// it reads up to 42. The header name keyroute uses
 /// is keyroute::stamp_header_name. The format is a compatibility contract: a version-1 decoder
 /// accepts what any version-1 encoder wrote, forever.
 
