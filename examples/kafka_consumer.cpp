@@ -5,17 +5,24 @@
 //
 // Without a broker address it starts librdkafka's in-process mock cluster (3 brokers on
 // 127.0.0.1, a 16-partition topic), fills it with a skewed stream routed by the salting router,
-// and consumes that. It stops after 3 seconds without new messages.
+// and consumes that. It stops once every partition is read to its end (or, on a live topic, 3 s
+// without new messages). Exit status 1 on a consume or commit error, and with the mock cluster
+// unless every seeded event was delivered once, in order, with nothing given up.
 //
-// Two choices matter for order (docs/kafka.md, "Consuming spread keys"):
+// Three choices matter for order (docs/kafka.md, "Consuming spread keys"):
 // - It reads EVERY partition of the topic itself (rd_kafka_assign; the group only keeps the
 //   committed offsets): the salting router spreads a hot key over many partitions, and a
 //   resequencer can only put the key back in order if it reads all of them. A consumer group
-//   that splits the partitions between members (rd_kafka_subscribe) cannot.
-// - Its watermark is processing time (a steady clock), not the messages' timestamps: producers
-//   set those, one skewed clock would move the watermark a day ahead for good, and while one
-//   partition's backlog is read, its newest timestamps would give up sequences still unread on
-//   the others.
+//   that splits the partitions between members (rd_kafka_subscribe) cannot. So: one such
+//   consumer per group id; partitions added to the topic later are read after a restart.
+// - Its watermark is processing time (the system clock, which a checkpoint's watermark stays
+//   meaningful against after a restart), not the messages' timestamps: producers set those, one
+//   skewed clock would move the watermark a day ahead for good, and while one partition's
+//   backlog is read, its newest timestamps would give up sequences still unread on the others.
+// - The watermark stays put until every partition has delivered a message or reached its end:
+//   a partition whose first fetch comes seconds after the others' (a busy machine, a slow
+//   broker) would otherwise find its sequences given up. After that, max_delay must cover the
+//   worst lag between partitions.
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
 #include <keyroute/resequencer.hpp>
@@ -32,6 +39,8 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -51,6 +60,8 @@ auto make(rd_kafka_type_t type, const std::map<std::string, std::string>& settin
     return rk;
 }
 
+constexpr std::uint64_t seeded_events = 20000;
+
 // Fills `topic` with a skewed stream (one key at 60%) routed by the salting router.
 auto seed(const std::string& brokers, const char* topic, int partitions) -> bool {
     rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, {{"bootstrap.servers", brokers}, {"linger.ms", "5"}});
@@ -61,7 +72,7 @@ auto seed(const std::string& brokers, const char* topic, int partitions) -> bool
     keyroute::salting_router<keyroute::kafka_partitioner> router(config);
     std::mt19937_64 rng(2);
     bool ok = true;
-    for (int i = 0; i < 20000 && ok; ++i) {
+    for (std::uint64_t i = 0; i < seeded_events && ok; ++i) {
         const std::string key =
             rng() % 10 < 6 ? std::string("user-42") : "user-" + std::to_string(rng() % 1000);
         ok = static_cast<bool>(keyroute::kafka::produce(rk, topic, router, key, std::to_string(i)));
@@ -80,6 +91,7 @@ auto all_partitions(rd_kafka_t* rk, const char* topic) -> rd_kafka_topic_partiti
     rd_kafka_topic_partition_list_t* list = nullptr;
     for (int attempt = 0; attempt < 10 && list == nullptr; ++attempt) {
         const rd_kafka_metadata_t* md = nullptr;
+        if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
         if (rd_kafka_metadata(rk, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
                 md->topics[0].partition_cnt > 0) {
@@ -95,17 +107,19 @@ auto all_partitions(rd_kafka_t* rk, const char* topic) -> rd_kafka_topic_partiti
     return list;
 }
 
-// The watermark clock: processing time in milliseconds.
+// The watermark clock: processing time in milliseconds since the epoch.
 auto processing_time() -> std::chrono::milliseconds {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now().time_since_epoch());
+        std::chrono::system_clock::now().time_since_epoch());
 }
 
-// Commits, for every assigned partition, the offset the resequencer says is safe.
+// Commits, for every assigned partition, the offset the resequencer says is safe. False on an
+// error (printed).
 template <class Resequencer>
-void commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) {
+auto commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) -> bool {
     rd_kafka_topic_partition_list_t* assigned = nullptr;
-    if (rd_kafka_assignment(rk, &assigned) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    if (rd_kafka_assignment(rk, &assigned) != RD_KAFKA_RESP_ERR_NO_ERROR) return false;
+    bool ok = true;
     rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(assigned->cnt);
     for (int i = 0; i < assigned->cnt; ++i) {
         const auto& tp = assigned->elems[i];
@@ -115,11 +129,14 @@ void commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) {
     }
     if (offsets->cnt > 0) {
         const rd_kafka_resp_err_t err = rd_kafka_commit(rk, offsets, 0 /* synchronous */);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
             std::fprintf(stderr, "commit: %s\n", rd_kafka_err2str(err));
+            ok = false;
+        }
     }
     rd_kafka_topic_partition_list_destroy(offsets);
     rd_kafka_topic_partition_list_destroy(assigned);
+    return ok;
 }
 
 }  // namespace
@@ -146,7 +163,8 @@ int main(int argc, char** argv) {
     rd_kafka_t* rk = make(RD_KAFKA_CONSUMER, {{"bootstrap.servers", brokers},
                                               {"group.id", group},
                                               {"auto.offset.reset", "earliest"},
-                                              {"enable.auto.commit", "false"}});
+                                              {"enable.auto.commit", "false"},
+                                              {"enable.partition.eof", "true"}});
     if (rk == nullptr) return 1;
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t* partitions = all_partitions(rk, topic);
@@ -155,6 +173,7 @@ int main(int argc, char** argv) {
         rd_kafka_destroy(rk);
         return 1;
     }
+    const auto partition_count = static_cast<std::size_t>(partitions->cnt);
     const rd_kafka_resp_err_t assigned = rd_kafka_assign(rk, partitions);
     rd_kafka_topic_partition_list_destroy(partitions);
     if (assigned != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -184,13 +203,39 @@ int main(int argc, char** argv) {
 
     std::uint64_t read = 0;
     std::uint64_t refused = 0;
-    auto last_message = std::chrono::steady_clock::now();
-    // Stop after 3 s without messages (15 s before the first: the first fetch takes a while).
-    while (std::chrono::steady_clock::now() - last_message <
-           std::chrono::seconds(read == 0 ? 15 : 3)) {
+    bool errors = false;
+    // Per partition: has it delivered a message or reached its end yet; is it at its end now.
+    std::vector<bool> started(partition_count, false);
+    std::vector<bool> at_end(partition_count, false);
+    std::size_t started_count = 0;
+    std::size_t at_end_count = 0;
+    const auto mark = [&](std::int32_t partition, bool end) {
+        const auto p = static_cast<std::size_t>(partition);
+        if (p >= partition_count) return;
+        if (!started[p]) ++started_count;
+        started[p] = true;
+        if (at_end[p] != end) at_end_count = end ? at_end_count + 1 : at_end_count - 1;
+        at_end[p] = end;
+    };
+    const auto begin = std::chrono::steady_clock::now();
+    auto last_message = begin;
+    // Until every partition is at its end; on a live topic, until 3 s without messages once
+    // every partition has started (30 s at most for that).
+    while (at_end_count < partition_count) {
+        const auto now = std::chrono::steady_clock::now();
+        if (started_count == partition_count ? now - last_message > std::chrono::seconds(3)
+                                             : now - begin > std::chrono::seconds(30)) {
+            if (started_count < partition_count) {
+                std::fprintf(stderr, "consume: %zu of %zu partitions never started\n",
+                             partition_count - started_count, partition_count);
+                errors = true;
+            }
+            break;
+        }
         rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
         if (m != nullptr && m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             last_message = std::chrono::steady_clock::now();
+            mark(m->partition, false);
             keyroute::stamp_error error = keyroute::stamp_error::none;
             const auto st = keyroute::kafka::try_read_stamp(m, &error);
             if (error != keyroute::stamp_error::none) ++malformed;  // then treated as unstamped
@@ -203,17 +248,21 @@ int main(int argc, char** argv) {
             // Refused only under overflow_policy::refuse (not this example's): the event stays
             // with the caller, to retry once held events are released.
             if (result == keyroute::push_result::refused) ++refused;
-            if (++read % 5000 == 0) commit_safe_offsets(rk, reseq);
-        } else if (m != nullptr && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            if (++read % 5000 == 0 && !commit_safe_offsets(rk, reseq)) errors = true;
+        } else if (m != nullptr && m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            mark(m->partition, true);
+        } else if (m != nullptr) {
             std::fprintf(stderr, "consume: %s\n", rd_kafka_message_errstr(m));
+            errors = true;
         }
         if (m != nullptr) rd_kafka_message_destroy(m);
-        // Every turn, with or without a message: held events leave on time while nothing comes.
-        reseq.advance_watermark(processing_time());
+        // Every turn, with or without a message, once every partition has started: held events
+        // leave on time while nothing comes.
+        if (started_count == partition_count) reseq.advance_watermark(processing_time());
     }
     // Shutting down: process what is held, then commit everything read.
     reseq.flush();
-    commit_safe_offsets(rk, reseq);
+    if (!commit_safe_offsets(rk, reseq)) errors = true;
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
 
@@ -230,5 +279,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(hot != delivered.end() ? hot->second : 0));
     if (mock != nullptr) rd_kafka_mock_cluster_destroy(mock);
     if (mock_rk != nullptr) rd_kafka_destroy(mock_rk);
-    return 0;
+    // With the mock cluster, what was seeded is known: every event once, nothing given up.
+    const bool seeded_ok = read == seeded_events && stats.delivered == read && stats.missing == 0 &&
+                           stats.duplicates == 0 && refused == 0;
+    return errors || (mock != nullptr && !seeded_ok) ? 1 : 0;
 }

@@ -124,7 +124,9 @@ TEST_CASE("only ratios of weights matter, at any magnitude", "[rendezvous][weigh
     // Within a factor of 2^960 of each other is accepted; beyond, refused with both values.
     CHECK_NOTHROW(rendezvous(ids, {1.0, std::ldexp(1.0, 960)}));
     CHECK_NOTHROW(rendezvous(ids, {tiny, std::ldexp(1.0, -115)}));
-    REQUIRE_THROWS_AS(rendezvous(ids, {1.0, std::ldexp(1.0, 961)}), std::invalid_argument);
+    CHECK_NOTHROW(rendezvous(ids, {1.5, std::ldexp(1.5, 960)}));
+    REQUIRE_THROWS_AS(rendezvous(ids, {1.0, std::ldexp(1.5, 960)}), std::invalid_argument);
+    REQUIRE_THROWS_AS(rendezvous(ids, {tiny, std::ldexp(1.5, -114)}), std::invalid_argument);
     REQUIRE_THROWS_WITH(rendezvous(ids, {1e-300, 1e300}),
                         keyroute_test::contains("within a factor of 2^960 of each other, got "
                                                 "1e+300 and 1e-300"));

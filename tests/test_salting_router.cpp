@@ -6,7 +6,6 @@
 
 #include <keyroute/partitioner.hpp>
 #include <keyroute/salting_router.hpp>
-#include <atomic>
 
 #include <algorithm>
 #include <atomic>
@@ -566,7 +565,8 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     // Availability changes while the threads route: until they are done (100 changes in a row
     // took microseconds, likely over before the threads started), and at least 100.
     for (int k = 0; k < 100 || finished.load() < 3; ++k) {
-        router.set_available(static_cast<std::uint32_t>(k % 16), k % 2 == 0);
+        router.set_available(static_cast<std::uint32_t>(k % 16),
+                             (k / 16) % 2 == 0);  // all up, down
         std::this_thread::yield();
     }
     for (auto& th : threads) th.join();

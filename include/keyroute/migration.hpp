@@ -237,7 +237,8 @@ public:
         : m_old(before),
           m_new(after),
           m_flows(std::max(max_partition_id(before), max_partition_id(after)),
-                  std::uint64_t{before.partitions()} + after.partitions()) {
+                  static_cast<std::uint64_t>(before.partitions()) +
+                      static_cast<std::uint64_t>(after.partitions())) {
         enumerate_ids(before, flow_table::dense_limit,
                       [&](std::uint32_t id) { m_flows.at(id).in_old = true; });
         enumerate_ids(after, flow_table::dense_limit,

@@ -27,8 +27,9 @@ namespace keyroute {
 /// With h = hash64(key) (the 64-bit hash, or fmix64 of a 32-bit one) and, for partition id p,
 /// s(p) = fmix64(h ^ fmix64(p ^ 0x9e3779b97f4a7c15)):
 /// - unweighted (no weights, or all weights equal): the id with the largest s(p);
-/// - weighted: the id with the largest w(p) / -ln(u(p)), u(p) = ((s(p) >> 11) + 0.5) / 2^53
-///   (rounded to the double below 1 when that sum rounds up to 1, for s(p) >> 11 = 2^53 - 1), and
+/// - weighted: the id with the largest w(p) / -ln(u(p)), u(p) = ((s(p) >> 11) + 0.5) / 2^53 as
+///   a double (from s(p) >> 11 = 2^52 on, the + 0.5 rounds to even, so pairs of draws share a u;
+///   the top one rounds up to 1 and is taken as the double below 1), and
 ///   w(p) the weight times the one power of two that puts the largest weight in [1, 2): exact,
 ///   so only ratios matter at any magnitude (until 0.2.9 weights near DBL_MAX overflowed the
 ///   score to inf, and subnormal ones underflowed it, both ignoring the weights). A key then
@@ -122,13 +123,14 @@ private:
     }
 
     /// The weights times 2^-e, e the largest's binary exponent: the largest in [1, 2), the
-    /// smallest at least 2^-960, so every score w / -ln(u) (-ln(u) in [2^-54, 37.5]) is a normal
+    /// smallest at least 2^-960 (the ratio is checked on the scaled values, where 2^-960 times
+    /// the largest is exact), so every score w / -ln(u) (-ln(u) in [2^-54, 37.5]) is a normal
     /// double and scaling changes no comparison.
     static auto scaled(const std::vector<double>& weights) -> std::vector<double> {
         const double largest = *std::max_element(weights.begin(), weights.end());
         const double smallest = *std::min_element(weights.begin(), weights.end());
         const int e = std::ilogb(largest);
-        if (std::ilogb(smallest) < e - 960) {
+        if (std::ldexp(smallest, -e) < std::ldexp(std::ldexp(largest, -e), -960)) {
             std::ostringstream msg;
             msg << who << ": weights must be within a factor of 2^960 of each other, got "
                 << largest << " and " << smallest;

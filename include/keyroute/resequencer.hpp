@@ -51,8 +51,9 @@
 /// Reading: one resequencer must be fed every partition a key's events can be on (with the
 /// salting router, every partition of the topic). A consumer group that splits the partitions
 /// between members cannot restore a spread key's order; assign the partitions to one consumer
-/// (docs/kafka.md, "Consuming spread keys"). Prefer processing time for the watermark clock:
-/// message timestamps come from producers' clocks.
+/// (docs/kafka.md, "Consuming spread keys"). Prefer processing time for the watermark clock
+/// (message timestamps come from producers' clocks), and advance it only once every partition
+/// has been read from: max_delay must cover the worst lag between partitions.
 ///
 /// Thread-safety: none. One resequencer belongs to one consumer thread; calls must not overlap,
 /// and the sinks must not call back into the resequencer that invoked them (checked: such a call
