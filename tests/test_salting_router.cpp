@@ -563,10 +563,10 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
         });
     }
     // Availability changes while the threads route: until they are done (100 changes in a row
-    // took microseconds, likely over before the threads started), and at least 100.
+    // took microseconds, likely over before the threads started), and at least 100. Rounds of
+    // 16: every partition up, then every one down, and so on.
     for (int k = 0; k < 100 || finished.load() < 3; ++k) {
-        router.set_available(static_cast<std::uint32_t>(k % 16),
-                             (k / 16) % 2 == 0);  // all up, down
+        router.set_available(static_cast<std::uint32_t>(k % 16), (k / 16) % 2 == 0);
         std::this_thread::yield();
     }
     for (auto& th : threads) th.join();
