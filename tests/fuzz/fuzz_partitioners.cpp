@@ -14,6 +14,7 @@
 #include <keyroute/reduce.hpp>
 #include <keyroute/rendezvous.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -179,6 +180,13 @@ void check_rendezvous(input& in, std::uint64_t n, std::string_view key) {
             bad = bad || !(w > 0.0) || !std::isfinite(w);
             weights.push_back(w);
         }
+    }
+    if (!bad && !weights.empty()) {
+        // Unequal weights more than a factor of 2^960 apart are refused (0.2.9). Scaling the
+        // smallest up by 2^960 is exact (or overflows, and then no weight is that large).
+        const double lo = *std::min_element(weights.begin(), weights.end());
+        const double hi = *std::max_element(weights.begin(), weights.end());
+        bad = hi > std::ldexp(lo, 960);
     }
     const auto p = construct(bad, [&] { return partitioner(ids, weights); });
     if (!p) return;
