@@ -321,6 +321,37 @@ TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor w
 
 // ---- keys ------------------------------------------------------------------------------------
 
+TEST_CASE("bad-input: one partition, and a key that is all of a window so far, place soundly",
+          "[bad-input][router]") {
+    // Both reached std::clamp with its bounds crossed in the placement of a hot key's run
+    // (undefined; an abort where _GLIBCXX_ASSERTIONS is defined, as in the asan preset): with
+    // one partition, clamp(need, 2, 1); and a key tracked since the last window that counts more
+    // events than the new window has routed, clamp(spread, share > 1, 1).
+    keyroute::salting_router<> one(router_config(1, 100));
+    std::uint64_t salted = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const std::string key = i % 2 == 0 ? "hot" : "cold-" + std::to_string(i % 700);
+        const auto d = one.decide(key, at(i * 10));  // 200 s: four windows
+        REQUIRE(d.partition == 0U);
+        salted += d.salted ? 1U : 0U;
+    }
+    CHECK(salted > 0);  // the hot key was placed, on the only partition
+
+    // 20000 partitions: no plan is kept at that count, so the hot key's runs are placed by
+    // place()'s own rule from its first hot event.
+    auto c = router_config(20000, 10);
+    keyroute::salting_router<> wide(c);
+    for (int i = 0; i < 8; ++i) (void)wide.decide("only", at(i));
+    REQUIRE(wide.stats().hot_keys.size() == 1);  // still tracked in the next window
+    std::uint64_t only_salted = 0;
+    for (int i = 0; i < 20; ++i) {
+        const auto d = wide.decide("only", at(60000 + i));
+        REQUIRE(d.partition < 20000U);
+        only_salted += d.salted ? 1U : 0U;
+    }
+    CHECK(only_salted > 0);
+}
+
 TEST_CASE("bad-input: an empty key is a key like any other", "[bad-input][keys]") {
     for (const std::uint32_t n : {1U, 7U, 64U}) routes_in_range("", n);
     // The hashes of no bytes, from each function's definition.

@@ -90,7 +90,8 @@ struct salting_config {
     /// Lanes: threads that route through this router without sharing counters; more threads
     /// share one overflow lane (correct, but slower). 0 = automatic: the hardware threads, at
     /// least 2 and at most 8, and no more than keep the router's state within 256 KiB (with 1024
-    /// partitions that is 2). At most 256. Each lane holds about 8 bytes per partition and 24
+    /// partitions and the default max_hot_keys that is 2; with 4096 hot keys the state exceeds
+    /// 256 KiB whatever the lanes). At most 256. Each lane holds about 8 bytes per partition and 24
     /// per tracked-key slot; salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction.
@@ -99,7 +100,8 @@ struct salting_config {
     /// fixed seed replays a trace exactly); 0 = a random seed drawn at construction.
     std::uint64_t seed = 0;
     /// Send cold keys whose home partition is unavailable to another available partition
-    /// (rendezvous hashing among the available ones); they come back when it returns.
+    /// (rendezvous hashing among the available ones, on the key's XXH3 hash with seed 0, so that
+    /// every producer picks the same one); they come back when it returns.
     bool failover_cold_keys = false;
 };
 
@@ -519,6 +521,9 @@ private:
         bool shared = false;
         std::uint32_t index = 0;                     // in m_lane
         std::atomic<std::uint32_t>* load = nullptr;  // [parity][partition] in m_load
+        // The thread that claimed this exclusive lane (its lane cache's address; 0: none yet).
+        // Set once, when claimed.
+        std::atomic<std::uintptr_t> owner{0};
         // Read by every lane's placement decisions; written once a window.
         std::atomic<std::int64_t> window{detail::no_window};
         // Written by the owning thread on every event.
@@ -1012,10 +1017,29 @@ private:
         for (const auto& e : cache.entries) {
             if (e.router_uid == m_uid) return m_lane[e.lane];
         }
-        std::uint32_t index = m_next_lane.fetch_add(1, std::memory_order_relaxed);
-        if (index >= m_lanes) {
-            index = m_lanes;  // the shared overflow lane
-            m_next_lane.store(m_lanes, std::memory_order_relaxed);
+        // Not in the thread's cache: the lane it claimed here before, if any (a thread that
+        // routes through more than four routers is forgotten by its cache; until 0.2.9 it then
+        // claimed a new lane, and its events of a key in the middle of an episode were numbered
+        // afresh on it, which let the consumer deliver later ones first). The cache's address
+        // tells live threads apart.
+        const auto me = reinterpret_cast<std::uintptr_t>(&cache);
+        std::uint32_t index = m_lanes;
+        const std::uint32_t claimed =
+            std::min(m_next_lane.load(std::memory_order_relaxed), m_lanes);
+        for (std::uint32_t i = 0; i < claimed; ++i) {
+            if (m_lane[i].owner.load(std::memory_order_relaxed) == me) {
+                index = i;
+                break;
+            }
+        }
+        if (index == m_lanes) {
+            index = m_next_lane.fetch_add(1, std::memory_order_relaxed);
+            if (index >= m_lanes) {
+                index = m_lanes;  // the shared overflow lane
+                m_next_lane.store(m_lanes, std::memory_order_relaxed);
+            } else {
+                m_lane[index].owner.store(me, std::memory_order_relaxed);
+            }
         }
         auto& victim = cache.entries[cache.next_victim++ % cache.entries.size()];
         victim.router_uid = m_uid;
@@ -1531,9 +1555,9 @@ private:
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
     /// Inlined into decide(): the call's register saves and restores were about 20 of the 400
     /// instructions a hot key's event cost (callgrind, keyroute 0.2.1).
-    [[gnu::always_inline]] void tracked(lane& ln, std::uint32_t slot, std::uint64_t fp,
-                                        std::int64_t w, const moment& at, const levels& lv,
-                                        route_decision& d) noexcept {
+    [[gnu::always_inline]] void tracked(lane& ln, std::string_view key, std::uint32_t slot,
+                                        std::uint64_t fp, std::int64_t w, const moment& at,
+                                        const levels& lv, route_decision& d) noexcept {
         entry& e = m_entries[slot];
         slot_state& ss = m_slot_state[std::size_t{ln.index} * m_slots + slot];
         KEYROUTE_INTERLEAVING_POINT("tracked");  // the key's slot found, live
@@ -1548,7 +1572,7 @@ private:
         if (__builtin_expect(episode == 0 || m_fp[slot].load(std::memory_order_acquire) != fp ||
                                  e.episode.load(std::memory_order_relaxed) != episode,
                              0)) {
-            d.partition = unplaced(d.home, fp);
+            d.partition = unplaced(d.home, key);
             return;
         }
         const std::uint64_t episode_tag = tag24(episode);
@@ -1615,7 +1639,7 @@ private:
             d.partition = part != no_slot ? part : place(ln, ss, e, w, counted, d.home);
             d.salted = true;
         } else {
-            d.partition = unplaced(d.home, fp);
+            d.partition = unplaced(d.home, key);
         }
 
         // The stamp: (producer, lane, episode, sequence), the sequence restarting with each
@@ -1632,7 +1656,7 @@ private:
             for (;;) {
                 const std::uint64_t ahead = tag_ahead(old, tag);
                 if (ahead != 0 && ahead < 0x800000U) {
-                    d.partition = unplaced(d.home, fp);
+                    d.partition = unplaced(d.home, key);
                     d.salted = false;
                     return;
                 }
@@ -1710,7 +1734,10 @@ private:
                               static_cast<double>(m_prev_salted.load(std::memory_order_relaxed)) /
                                   static_cast<double>(pt));
         }
-        spread = std::clamp(spread, share, 1.0);
+        // A key tracked since the last window can count more events than the window has routed
+        // so far (share > 1): std::clamp(spread, share, 1.0) was then undefined (an abort under
+        // _GLIBCXX_ASSERTIONS).
+        spread = std::min(std::max(spread, share), 1.0);
         const bool ordered = m_fill && m_fill_window[parity].load(std::memory_order_acquire) == w;
         const std::atomic<std::uint32_t>* fill = ordered ? m_fill.get() + parity * m_n : nullptr;
         const std::uint32_t low =
@@ -1718,7 +1745,9 @@ private:
                     : m_n;
         const auto n = static_cast<double>(m_n);
         const double need = std::max(1.25 * share * n, static_cast<double>(low) * share / spread);
-        const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(need), 2.0, n));
+        // At least 2 partitions, but never more than there are (with one partition, clamp's
+        // bounds were 2 and 1: undefined).
+        const auto f = static_cast<std::uint32_t>(std::clamp(std::ceil(need), std::min(2.0, n), n));
         const std::uint32_t span = std::max(low, f);
         const auto offset = static_cast<std::uint32_t>(
             detail::mix64(e.episode.load(std::memory_order_relaxed)) % span);
@@ -1829,17 +1858,21 @@ private:
 
     /// Where an event the hot-key logic does not place goes: home, unless partitions are down
     /// (then failover decides; one load when none is).
-    [[nodiscard]] auto unplaced(std::uint32_t home, std::uint64_t fp) const noexcept
+    [[nodiscard]] auto unplaced(std::uint32_t home, std::string_view key) const noexcept
         -> std::uint32_t {
-        return m_down_count.load(std::memory_order_relaxed) != 0 ? failover(home, fp) : home;
+        return m_down_count.load(std::memory_order_relaxed) != 0 ? failover(home, key) : home;
     }
 
     /// Where a cold key goes when failover is on and its home is unavailable: the available
     /// partition with the highest rendezvous score, so only the unavailable partition's keys move.
-    [[nodiscard]] auto failover(std::uint32_t home, std::uint64_t h) const noexcept
+    /// The score hashes the key with XXH3, seed 0, whatever the router's secret: every producer
+    /// (and the same one after a restart) sends a key to the same partition (until 0.2.9 it used
+    /// the router's secret-keyed tracking hash, so two producers agreed on 17% of such keys).
+    [[nodiscard]] auto failover(std::uint32_t home, std::string_view key) const noexcept
         -> std::uint32_t {
         if (!m_config.failover_cold_keys || m_down[home].load(std::memory_order_relaxed) == 0)
             return home;
+        const std::uint64_t h = xxh3{}(key);
         std::uint32_t best = home;
         std::uint64_t best_score = 0;
         for (std::uint32_t p = 0; p < m_n; ++p) {
@@ -1946,9 +1979,9 @@ private:
             }
         }
         if (slot != no_slot) {
-            tracked(ln, slot, fp, w, at, lv, d);
+            tracked(ln, key, slot, fp, w, at, lv, d);
         } else {
-            d.partition = unplaced(d.home, fp);
+            d.partition = unplaced(d.home, key);
         }
         count(ln, w, d);
         return d;
