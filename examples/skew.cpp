@@ -12,7 +12,8 @@
 // replayed as four windows of traffic. Give --rate (events per second) to replay it at its real
 // rate instead.
 //
-// Exit status: 0 on success, 1 if the input cannot be read or holds no key, 2 for a bad option.
+// Exit status: 0 on success, 1 if the input cannot be read or holds no key (or the output cannot
+// be written), 2 for a bad option.
 #include "../bench/workloads.hpp"
 
 #include <keyroute/detail/json.hpp>  // the reports' JSON string writer (built with this tool)
@@ -102,7 +103,7 @@ output:
   --json              one JSON object on standard output instead of text
   -h, --help          this help
 
-Exit status: 0 success, 1 unreadable or empty input, 2 bad usage.
+Exit status: 0 success, 1 unreadable or empty input or unwritable output, 2 bad usage.
 )";
 
 struct usage_error : std::runtime_error {
@@ -156,6 +157,8 @@ auto parse_positive(const std::string& option, const char* text) -> double {
 
 auto parse_options(int argc, char** argv, bool& help) -> options {
     options o;
+    bool events_given = false;
+    bool workload_given = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const auto value = [&]() -> const char* {
@@ -169,6 +172,7 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
         } else if (a == "--header") {
             o.header = true;
         } else if (a == "--workload") {
+            workload_given = true;
             o.workload = value();
             const char* names[] = {"tenant90", "zipf1.0", "zipf1.5",
                                    "zipf0.8",  "uniform", "shifting"};
@@ -177,6 +181,7 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
                                   "' (tenant90, zipf1.0, zipf1.5, zipf0.8, uniform, shifting)");
             }
         } else if (a == "--events") {
+            events_given = true;
             o.events = parse_uint(a, value(), 1, 4000000000ULL);
         } else if (a == "--partitions" || a == "-p") {
             o.partitions = static_cast<std::uint32_t>(parse_uint(a, value(), 1, 65536));
@@ -228,6 +233,10 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
     }
     if (!o.have_file && (o.csv_column != 0 || o.header)) {
         throw usage_error("--csv-column and --header apply to an input file");
+    }
+    if (o.have_file && (events_given || workload_given)) {
+        throw usage_error("--events and --workload apply to the built-in workload, not to '" +
+                          o.file + "'");
     }
     if (o.migrate_detail && o.migrate == 0) {
         throw usage_error("--migrate-detail needs --migrate N");
@@ -580,6 +589,8 @@ auto builtin_workload(const options& o, double window_s) -> key_stream {
                                    : keyroute_bench::tenant90();
     key_stream s;
     s.source = "built-in workload: " + wl.name;
+    if (o.partitions != 0 && o.partitions != wl.partitions)
+        s.source += " (here on " + std::to_string(o.partitions) + " partitions)";
     s.default_partitions = wl.partitions;
     s.generated = wl.keys;
     s.keys.assign(s.generated.begin(), s.generated.end());
@@ -617,11 +628,12 @@ struct scheme_result {
     std::string note;
     std::vector<std::uint64_t> load;  // events per partition, whole input
     std::vector<double> window_max_over_mean;
-    std::uint64_t moved = 0;             // events not on their key's static partition
-    std::uint64_t split_keys = 0;        // keys seen on more than one partition
-    std::uint64_t split_key_events = 0;  // events of those keys
-    std::uint64_t salted = 0;            // keyroute: placed by the hot-key logic
-    std::uint64_t stamped = 0;           // keyroute: carrying an ordering stamp
+    std::vector<std::uint64_t> window_index;  // the window of each entry: those with events
+    std::uint64_t moved = 0;                  // events not on their key's static partition
+    std::uint64_t split_keys = 0;             // keys seen on more than one partition
+    std::uint64_t split_key_events = 0;       // events of those keys
+    std::uint64_t salted = 0;                 // keyroute: placed by the hot-key logic
+    std::uint64_t stamped = 0;                // keyroute: carrying an ordering stamp
     bool has_stamps = false;
     std::vector<std::uint32_t> hot_fanout;  // partitions used by each hot key
     std::size_t memory_bytes = 0;
@@ -676,6 +688,7 @@ public:
             const auto top = *std::max_element(window_load.begin(), window_load.end());
             r.window_max_over_mean.push_back(static_cast<double>(top) * m_n /
                                              static_cast<double>(window_events));
+            r.window_index.push_back(window);
             std::fill(window_load.begin(), window_load.end(), 0);
             window_events = 0;
         };
@@ -934,7 +947,7 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
         for (std::size_t w = 0; w < shown; ++w) std::printf(" %.2f", r.window_max_over_mean[w]);
         if (shown < r.window_max_over_mean.size()) {
             std::printf(
-                " ... (%zu windows, worst %.2f)", r.window_max_over_mean.size(),
+                " ... (%zu windows with events, worst %.2f)", r.window_max_over_mean.size(),
                 *std::max_element(r.window_max_over_mean.begin(), r.window_max_over_mean.end()));
         }
         std::printf("\n");
@@ -1018,10 +1031,18 @@ void print_json(std::ostream& out, const key_stream& s, const timeline& t, const
         const scheme_result& r = a.schemes[k];
         out << (k == 0 ? "" : ",") << "{\"name\":\"" << r.name << "\",\"description\":";
         keyroute::detail::write_json_string(out, r.title);
+        if (!r.note.empty()) {
+            out << ",\"note\":";
+            keyroute::detail::write_json_string(out, r.note);
+        }
         out << ",\"max_over_mean\":" << r.max_over_mean() << ",\"max_over_mean_by_window\":[";
         for (std::size_t w = 0; w < r.window_max_over_mean.size(); ++w) {
             out << (w == 0 ? "" : ",") << r.window_max_over_mean[w];
         }
+        // Windows without events have no entry above: the window index of each entry.
+        out << "],\"max_over_mean_window_index\":[";
+        for (std::size_t w = 0; w < r.window_index.size(); ++w)
+            out << (w == 0 ? "" : ",") << r.window_index[w];
         out << "],\"partition_load\":[";
         for (std::size_t p = 0; p < r.load.size(); ++p) out << (p == 0 ? "" : ",") << r.load[p];
         out << "],\"hot_key_partitions\":[";
@@ -1119,6 +1140,13 @@ void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t
     }
 }
 
+/// 0 once standard output is written, or 1 with a message (a full disk, a closed pipe).
+auto finish_output() -> int {
+    if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return 0;
+    std::fprintf(stderr, "skew: cannot write the output: %s\n", std::strerror(errno));
+    return 1;
+}
+
 template <class Partitioner>
 auto run(const options& o, const key_stream& s, std::uint32_t partitions, const timeline& t,
          double rate, const std::string& family) -> int {
@@ -1137,14 +1165,23 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
             out << ",\"migration\":{\"from\":" << partitions << ",\"to\":" << o.migrate
                 << ",\"schemes\":[";
             bool first = true;
+            // Each entry names its scheme; a scheme that refuses the new count is listed with
+            // the reason (until 0.2.9 it was left out, and the entries named no scheme).
             for (const migration_row& r : moves) {
-                if (!r.skipped.empty()) continue;
+                out << (first ? "" : ",") << "{\"scheme\":";
+                keyroute::detail::write_json_string(out, r.scheme);
+                first = false;
+                if (!r.skipped.empty()) {
+                    out << ",\"skipped\":";
+                    keyroute::detail::write_json_string(out, r.skipped);
+                    out << "}";
+                    continue;
+                }
                 std::ostringstream one;
                 r.report.write_json(one);
                 std::string text = one.str();
                 while (!text.empty() && text.back() == '\n') text.pop_back();
-                out << (first ? "" : ",") << text;
-                first = false;
+                out << "," << text.substr(1);  // the report's fields, after its '{'
             }
             out << "]}";
         }
@@ -1154,7 +1191,7 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
         print_text(s, t, o, partitions, rate, a);
         if (o.migrate != 0) print_migrations_text(moves, partitions, o.migrate, o.migrate_detail);
     }
-    return std::fflush(stdout) == 0 ? 0 : 1;
+    return finish_output();
 }
 
 }  // namespace
@@ -1166,7 +1203,7 @@ int main(int argc, char** argv) {
         o = parse_options(argc, argv, help);
         if (help) {
             std::fputs(usage_text, stdout);
-            return 0;
+            return finish_output();
         }
     } catch (const usage_error& e) {
         std::fprintf(stderr, "skew: %s\n(skew --help lists the options)\n", e.what());
