@@ -1140,10 +1140,15 @@ void print_migrations_text(const std::vector<migration_row>& rows, std::uint32_t
     }
 }
 
-/// 0 once standard output is written, or 1 with a message (a full disk, a closed pipe).
+/// 0 once standard output is written, or 1 with a message (a full disk; a closed pipe too where
+/// SIGPIPE is ignored).
 auto finish_output() -> int {
-    if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return 0;
-    std::fprintf(stderr, "skew: cannot write the output: %s\n", std::strerror(errno));
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int error = errno;
+    if (flushed && std::ferror(stdout) == 0) return 0;
+    std::fprintf(stderr, "skew: cannot write the output%s%s\n", error != 0 ? ": " : "",
+                 error != 0 ? std::strerror(error) : "");
     return 1;
 }
 

@@ -37,8 +37,9 @@ inline void bump_saturating(std::atomic<std::uint32_t>& counter, bool shared) no
 }
 
 /// The per-thread cache that maps a router instance to the lane this thread claimed in it.
-/// It holds no state of any router, only lane numbers; a thread that uses more routers than
-/// entries claims again (and may fall back to the shared lane).
+/// It holds no state of any router, only lane numbers. A router the cache has forgotten (the
+/// thread used more routers than entries) is asked again: it finds the lane whose owner is this
+/// cache's address (salting_router::my_lane), scanning its claimed lanes.
 struct lane_cache {
     struct entry {
         std::uint64_t router_uid = 0;
