@@ -315,6 +315,8 @@ TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor w
     CHECK(router::state_bytes(0xffffffffULL, 4096, 256) < max);
     CHECK(router::state_bytes(0xffffffffULL, 4096, 1U << 31U) == max);  // lanes it refuses
     CHECK(router::state_bytes(64, 4097, 2) == max);                     // hot keys it refuses
+    CHECK(router::state_bytes(0, 128, 2) == max);  // no partitions (0.2.8: a plausible size)
+    CHECK(router::state_bytes(64, 0, 2) == max);   // no hot keys
     CHECK(router::automatic_lanes(std::uint64_t{1} << 62U, 128, 8) == 2U);
     CHECK(router::state_bytes(1024, 128, 2) == router(router_config(1024, 0)).memory_bytes());
 }

@@ -553,6 +553,29 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
     for (const auto& [key, p] : moved_to) REQUIRE(other.decide(key, at(5000)).partition == p);
 }
 
+TEST_CASE("a router with a random seed and id reports them: its config() replays it",
+          "[router][config]") {
+    // Until 0.2.9 config() kept 0 for a drawn seed, and such a router could not be replayed.
+    auto c = router_config(16, 50);
+    c.seed = 0;
+    c.producer_id = 0;
+    keyroute::salting_router<> first(c);
+    CHECK(first.config().seed != 0);
+    CHECK(first.config().producer_id == first.producer_id());
+    keyroute::salting_router<> again(first.config());
+    std::uint64_t salted = 0;
+    for (int i = 0; i < 30000; ++i) {
+        const std::string key = i % 3 == 0 ? "hot" : "k" + std::to_string(i % 997);
+        const auto a = first.decide(key, at(i * 4));
+        const auto b = again.decide(key, at(i * 4));
+        REQUIRE(a.partition == b.partition);
+        REQUIRE(a.salted == b.salted);
+        REQUIRE(a.stamp == b.stamp);
+        salted += a.salted ? 1U : 0U;
+    }
+    CHECK(salted > 0);
+}
+
 TEST_CASE("a thread that routes through more routers than its lane cache keeps its lanes",
           "[router][threads]") {
     // The thread's cache remembers four routers. Until 0.2.9 a thread that had used more claimed

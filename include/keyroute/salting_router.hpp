@@ -94,10 +94,13 @@ struct salting_config {
     /// 256 KiB whatever the lanes). At most 256. Each lane holds about 8 bytes per partition and 24
     /// per tracked-key slot; salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
-    /// Identifies this producer in stamps; 0 = a random id drawn at construction.
+    /// Identifies this producer in stamps; 0 = a random id drawn at construction (never 0;
+    /// salting_router::config() reports it).
     std::uint64_t producer_id = 0;
     /// Seed of the hot-key sketch's hash and of the lanes' random draws (a router built with a
-    /// fixed seed replays a trace exactly); 0 = a random seed drawn at construction.
+    /// fixed seed replays a trace exactly); 0 = a random seed drawn at construction (never 0;
+    /// salting_router::config() reports it, so a router built from another's config() replays
+    /// its decisions).
     std::uint64_t seed = 0;
     /// Send cold keys whose home partition is unavailable to another available partition
     /// (rendezvous hashing among the available ones, on the key's XXH3 hash with seed 0, so that
@@ -145,6 +148,13 @@ inline constexpr std::int64_t no_window = std::numeric_limits<std::int64_t>::min
 inline auto random_u64() -> std::uint64_t {
     std::random_device rd;
     return (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
+}
+
+/// A random value other than 0 (0 means "draw one" in salting_config).
+inline auto random_nonzero_u64() -> std::uint64_t {
+    std::uint64_t v = 0;
+    while (v == 0) v = random_u64();
+    return v;
 }
 
 /// The smallest power of two >= v; 2^63 for any v above it (the loop would never end there).
@@ -224,8 +234,12 @@ public:
         }
         m_n = static_cast<std::uint32_t>(config.partitions);
         m_uid = detail::random_u64() | 1U;
-        m_producer = config.producer_id != 0 ? config.producer_id : detail::random_u64();
-        m_sketch_hash = xxh3{config.seed != 0 ? config.seed : detail::random_u64()};
+        // Drawn ids and seeds go into m_config, so that config() gives what this router uses
+        // (until 0.2.9 it kept 0, and a router with a random seed could not be replayed).
+        if (m_config.producer_id == 0) m_config.producer_id = detail::random_nonzero_u64();
+        if (m_config.seed == 0) m_config.seed = detail::random_nonzero_u64();
+        m_producer = m_config.producer_id;
+        m_sketch_hash = xxh3{m_config.seed};
         m_secret = detail::mix64(m_sketch_hash.seed ^ 0x243f6a8885a308d3ULL);
         m_secret_out = detail::mix64(m_secret) | 1U;
         const std::size_t width = sketch_width(m_n);
@@ -375,11 +389,13 @@ public:
 
     /// The bytes of state a router with `partitions`, `max_hot_keys` and `lanes` exclusive lanes
     /// holds once built (what memory_bytes() reports): to size a configuration before building.
-    /// A configuration a router refuses (above max_partitions, max_tracked_keys or max_lanes)
-    /// gives SIZE_MAX.
+    /// A configuration a router refuses (no partitions or hot keys, or above max_partitions,
+    /// max_tracked_keys or max_lanes) gives SIZE_MAX. `lanes` counts exclusive lanes here, as
+    /// built: 0 is none (salting_config::lanes = 0 is resolved by automatic_lanes()).
     [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                           std::uint32_t lanes) noexcept -> std::size_t {
-        if (partitions > max_partitions || max_hot_keys > max_tracked_keys || lanes > max_lanes)
+        if (partitions == 0 || partitions > max_partitions || max_hot_keys == 0 ||
+            max_hot_keys > max_tracked_keys || lanes > max_lanes)
             return std::numeric_limits<std::size_t>::max();
         const std::size_t n = partitions;
         const std::size_t width = sketch_width(partitions);
