@@ -924,7 +924,10 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
         s.skipped != 0 ? (" (" + group(s.skipped) + " empty lines or keys skipped)").c_str() : "");
     std::printf("  times: %s events/s, %llu window%s of %g s (%s)\n", fmt("%.6g", rate).c_str(),
                 static_cast<unsigned long long>(t.windows), t.windows == 1 ? "" : "s", o.window_s,
-                o.rate > 0 ? "--rate" : "default: the input spans 4 windows; --rate to change");
+                o.rate > 0 ? "--rate"
+                : n >= 4   ? "default: the input spans 4 windows; --rate to change"
+                           : "default: events / 4 windows' time, each event its own window; "
+                             "--rate to change");
 
     if (!a.hot_ids.empty()) {
         std::printf(
