@@ -87,23 +87,15 @@ auto seed(const std::string& brokers, const char* topic, int partitions) -> bool
 // offsets (RD_KAFKA_OFFSET_INVALID: the committed one, else auto.offset.reset); nullptr when the
 // topic is not found.
 auto all_partitions(rd_kafka_t* rk, const char* topic) -> rd_kafka_topic_partition_list_t* {
-    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic, nullptr);
-    rd_kafka_topic_partition_list_t* list = nullptr;
-    for (int attempt = 0; attempt < 10 && list == nullptr; ++attempt) {
-        const rd_kafka_metadata_t* md = nullptr;
+    std::int32_t n = -1;
+    for (int attempt = 0; attempt < 10 && n <= 0; ++attempt) {
         if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        if (rd_kafka_metadata(rk, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                md->topics[0].partition_cnt > 0) {
-                list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-                for (int p = 0; p < md->topics[0].partition_cnt; ++p)
-                    rd_kafka_topic_partition_list_add(list, topic, p)->offset =
-                        RD_KAFKA_OFFSET_INVALID;
-            }
-            rd_kafka_metadata_destroy(md);
-        }
+        n = keyroute::kafka::partition_count(rk, topic, 2000);
     }
-    rd_kafka_topic_destroy(rkt);
+    if (n <= 0) return nullptr;
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(n);
+    for (std::int32_t p = 0; p < n; ++p)
+        rd_kafka_topic_partition_list_add(list, topic, p)->offset = RD_KAFKA_OFFSET_INVALID;
     return list;
 }
 

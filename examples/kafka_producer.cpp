@@ -48,21 +48,6 @@ auto set(rd_kafka_conf_t* conf, const char* name, const char* value) -> bool {
     return true;
 }
 
-// The topic's partition count: the router must be built for exactly this many.
-auto partition_count(rd_kafka_t* rk, const char* topic) -> int {
-    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic, nullptr);
-    const rd_kafka_metadata_t* md = nullptr;
-    int n = -1;
-    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            n = md->topics[0].partition_cnt;
-        }
-        rd_kafka_metadata_destroy(md);
-    }
-    rd_kafka_topic_destroy(rkt);
-    return n;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +86,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "rd_kafka_new: %s\n", errstr);
         return 1;
     }
-    const int partitions = partition_count(rk, topic);
+    // The router must be built for exactly the topic's partition count.
+    const std::int32_t partitions = keyroute::kafka::partition_count(rk, topic, 10000);
     if (partitions <= 0) {
         std::fprintf(stderr, "topic %s not found\n", topic);
         return 1;

@@ -268,6 +268,17 @@ TEMPLATE_TEST_CASE("cpp_key_pointer_partitioner_cb places keys where its partiti
                   TestType(partition_count));
 }
 
+TEST_CASE("partition_count reads a topic's partition count from the cluster", "[kafka]") {
+    const std::string topic = new_topic("count-of");
+    kt::delivery_log log(0);  // nothing is produced
+    kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
+    CHECK(keyroute::kafka::partition_count(rk.get(), topic.c_str(), 10000) == partition_count);
+    cluster().create_topic(topic + "-3", 3);
+    CHECK(keyroute::kafka::partition_count(rk.get(), (topic + "-3").c_str(), 10000) == 3);
+    CHECK(keyroute::kafka::partition_count(nullptr, topic.c_str(), 10000) == -1);
+    CHECK(keyroute::kafka::partition_count(rk.get(), nullptr, 10000) == -1);
+}
+
 TEST_CASE("a message the partitioner has no answer for fails, it is not kept", "[kafka]") {
     // Rendezvous over ids {0, 2, 20} on a 16-partition topic: keys whose id is 20 have no
     // partition. The callback returns the count, out of range, and librdkafka fails them with

@@ -87,16 +87,16 @@ public:
         detail::check_id_set(m_ids, m_weights, max_partitions, who);
         m_seeds.reserve(m_ids.size());
         for (const std::uint32_t id : m_ids) m_seeds.push_back(seed_of(id));
-        m_weighted = false;
-        for (const double w : m_weights) m_weighted = m_weighted || w != m_weights.front();
-        if (m_weighted) m_scaled = scaled(m_weights);
+        bool weighted = false;
+        for (const double w : m_weights) weighted = weighted || w != m_weights.front();
+        if (weighted) m_scaled = scaled(m_weights);
     }
 
     /// The partition id of `key`, one of `ids()`. Any bytes; an empty key is a key like any other.
     [[nodiscard]] auto route(std::string_view key) const
         noexcept(std::is_nothrow_invocable_v<const Hash&, std::string_view>) -> std::uint32_t {
         const std::uint64_t h = detail::hash64(m_hash, key);
-        return m_weighted ? m_ids[best_weighted(h)] : m_ids[best_unweighted(h)];
+        return weighted() ? m_ids[best_weighted(h)] : m_ids[best_unweighted(h)];
     }
 
     /// The number of partitions (the size of `ids()`).
@@ -111,7 +111,7 @@ public:
     [[nodiscard]] auto weights() const noexcept -> const std::vector<double>& { return m_weights; }
 
     /// False when routing is unweighted (no weights, or all equal).
-    [[nodiscard]] auto weighted() const noexcept -> bool { return m_weighted; }
+    [[nodiscard]] auto weighted() const noexcept -> bool { return !m_scaled.empty(); }
 
     [[nodiscard]] auto hash_function() const noexcept -> const Hash& { return m_hash; }
 
@@ -176,9 +176,8 @@ private:
     Hash m_hash;
     std::vector<std::uint32_t> m_ids;
     std::vector<double> m_weights;
-    std::vector<double> m_scaled;  // the weights scaled (see scaled()), when weighted
+    std::vector<double> m_scaled;  // the weights scaled (see scaled()); empty: unweighted
     std::vector<std::uint64_t> m_seeds;
-    bool m_weighted = false;
 };
 
 }  // namespace keyroute

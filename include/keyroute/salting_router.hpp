@@ -238,7 +238,6 @@ public:
         // (until 0.2.9 it kept 0, and a router with a random seed could not be replayed).
         if (m_config.producer_id == 0) m_config.producer_id = detail::random_nonzero_u64();
         if (m_config.seed == 0) m_config.seed = detail::random_nonzero_u64();
-        m_producer = m_config.producer_id;
         m_sketch_hash = xxh3{m_config.seed};
         m_secret = detail::mix64(m_sketch_hash.seed ^ 0x243f6a8885a308d3ULL);
         m_secret_out = detail::mix64(m_secret) | 1U;
@@ -330,7 +329,9 @@ public:
     [[nodiscard]] auto config() const noexcept -> const salting_config& { return m_config; }
     [[nodiscard]] auto base() const noexcept -> const Partitioner& { return m_base; }
     /// The producer id this router writes into stamps.
-    [[nodiscard]] auto producer_id() const noexcept -> std::uint64_t { return m_producer; }
+    [[nodiscard]] auto producer_id() const noexcept -> std::uint64_t {
+        return m_config.producer_id;
+    }
 
     /// A snapshot of the counters, the current window's loads and the tracked keys.
     /// Allocates; not for the hot path. Counters read while other threads route are each exact
@@ -1686,7 +1687,7 @@ private:
         // may then have read that key's state: harmless, since the stamp (this key's episode and
         // number) orders the event wherever it goes. (Until 0.2.6 such an event went home
         // unstamped, after taking a number: the episode's number on the lane then had a gap.)
-        d.stamp.producer = m_producer;
+        d.stamp.producer = m_config.producer_id;
         d.stamp.lane = static_cast<std::uint16_t>(ln.index);
         d.stamp.episode = episode;
         d.stamp.sequence = seq;
@@ -2030,7 +2031,6 @@ private:
     salting_config m_config;
     std::uint32_t m_n = 0;
     std::uint64_t m_uid = 0;
-    std::uint64_t m_producer = 0;
     xxh3 m_sketch_hash;
     std::uint64_t m_secret = 0;
     std::uint64_t m_secret_out = 0;
