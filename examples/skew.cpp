@@ -12,8 +12,8 @@
 // replayed as four windows of traffic. Give --rate (events per second) to replay it at its real
 // rate instead.
 //
-// Exit status: 0 on success, 1 if the input cannot be read or holds no key (or the output cannot
-// be written), 2 for a bad option.
+// Exit status: 0 on success, 1 if the input cannot be read, holds no key or has a malformed CSV
+// line (or the output cannot be written), 2 for a bad option.
 #include "../bench/workloads.hpp"
 
 #include <keyroute/detail/json.hpp>  // the reports' JSON string writer (built with this tool)
@@ -28,11 +28,13 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <clocale>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cwchar>
 #include <deque>
 #include <filesystem>
 #include <iomanip>
@@ -72,15 +74,18 @@ salting router: per-partition load, max/mean, the hottest keys and their fan-out
 ordering each gives up.
 
 input:
-  FILE                one key per line ("-": standard input); empty lines are skipped
+  FILE                one key per line ("-": standard input); empty lines are skipped, a
+                      line's final \r and a UTF-8 byte order mark at the start are dropped
   (no FILE)           the built-in workload (see --workload)
   --csv-column N      the key is field N (from 1) of each CSV line; fields may be "quoted",
-                      with "" for a quote inside (no line breaks inside fields)
+                      with "" for a quote inside (no line breaks inside fields: an
+                      unclosed quote or text after a closing quote is an error)
   --header            skip the first line
   --workload NAME     built-in workload: tenant90 (default: one tenant at 90%, 100 partitions),
                       zipf1.0, zipf1.5 (100k keys, 64 partitions), zipf0.8 (1M keys, 16),
                       uniform (1M keys, 64), shifting (hot set changes after window 2)
-  --events N          events of the built-in workload (default 1000000)
+  --events N          events of the built-in workload (default 1000000, at most 4e9; each
+                      event takes 4 bytes of memory)
 
 routing:
   --partitions N      partitions (default 100, or the built-in workload's)
@@ -103,7 +108,7 @@ output:
   --json              one JSON object on standard output instead of text
   -h, --help          this help
 
-Exit status: 0 success, 1 unreadable or empty input or unwritable output, 2 bad usage.
+Exit status: 0 success, 1 unreadable, empty or malformed input or unwritable output, 2 bad usage.
 )";
 
 struct usage_error : std::runtime_error {
@@ -417,15 +422,22 @@ void read_all(const options& o, key_stream& s) {
 }
 
 /// Field `column` (from 1) of a CSV line; quoted fields lose their quotes and "" becomes ".
-/// Returns false when the line has fewer fields.
-auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::string_view& out)
-    -> bool {
+/// Returns false when the line has fewer fields. A quoted field before or at the column must
+/// close on its line and be followed by a comma or the line's end: anything else is an
+/// input_error naming the line (until 0.2.10, `"x"junk` read as x and an unclosed quote took
+/// the rest of the line). A quote inside an unquoted field is an ordinary character.
+auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::string_view& out,
+               std::size_t line_no) -> bool {
+    const auto bad = [&](const char* what) {
+        throw input_error("line " + std::to_string(line_no) + " of " + s.source + ": " + what);
+    };
     std::size_t i = 0;
     for (std::size_t field = 1;; ++field) {
         const bool want = field == column;
         if (i < line.size() && line[i] == '"') {
             std::size_t j = i + 1;
             bool escaped = false;
+            bool closed = false;
             while (j < line.size()) {
                 if (line[j] == '"') {
                     if (j + 1 < line.size() && line[j + 1] == '"') {
@@ -433,9 +445,16 @@ auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::st
                         j += 2;
                         continue;
                     }
+                    closed = true;
                     break;
                 }
                 ++j;
+            }
+            if (!closed) {
+                bad("a quoted field has no closing quote (a field cannot span lines)");
+            }
+            if (j + 1 < line.size() && line[j + 1] != ',') {
+                bad("text after a quoted field's closing quote (write a quote inside one as \"\")");
             }
             if (want) {
                 const std::string_view raw = line.substr(i + 1, j - i - 1);
@@ -452,7 +471,7 @@ auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::st
                 }
                 return true;
             }
-            i = line.find(',', j);
+            i = j + 1 < line.size() ? j + 1 : std::string_view::npos;
         } else {
             const std::size_t end = line.find(',', i);
             if (want) {
@@ -472,8 +491,10 @@ auto load_file(const options& o) -> key_stream {
     s.source = o.file == "-" ? "standard input" : o.file;
     if (o.csv_column != 0) s.source += ", CSV column " + std::to_string(o.csv_column);
     read_all(o, s);
-    const char* const begin = s.buffer.get();
-    const char* const end = begin + s.buffer_size;
+    const char* const end = s.buffer.get() + s.buffer_size;
+    // A UTF-8 byte order mark (as some spreadsheet exports write) is no part of the first key.
+    const bool bom = s.buffer_size >= 3 && std::memcmp(s.buffer.get(), "\xef\xbb\xbf", 3) == 0;
+    const char* const begin = s.buffer.get() + (bom ? 3 : 0);
     std::size_t lines = 0;
     for (const char* p = begin; p < end; ++lines) {
         const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
@@ -513,7 +534,7 @@ auto load_file(const options& o) -> key_stream {
         }
         first = false;
         std::string_view key = line;
-        if (o.csv_column != 0 && !csv_field(line, o.csv_column, s, key)) key = {};
+        if (o.csv_column != 0 && !csv_field(line, o.csv_column, s, key, line_no)) key = {};
         if (key.empty()) {
             ++s.skipped;
             continue;
@@ -599,12 +620,16 @@ auto builtin_workload(const options& o, double window_s) -> key_stream {
     const double rate = o.rate > 0 ? o.rate : static_cast<double>(o.events) / (4 * window_s);
     const timeline t = make_timeline(o.events, rate, window_s);
     std::mt19937_64 rng(12345);
+    // 4 bytes an event: --events 4000000000 holds 16 GB and takes minutes to draw.
+    progress prog(stderr_is_terminal() && o.events >= 5000000, o.events);
     for (std::uint64_t i = 0; i < o.events; ++i) {
         const auto id = static_cast<std::uint32_t>(
             wl.next(rng, static_cast<int>(std::min<std::uint64_t>(t.window(i), 1000000))));
         ++s.key_events[id];
         s.events.push_back(id);
+        if ((i & 0xfffffU) == 0) prog.update("drawing events", i);
     }
+    prog.done();
     // Keys the draw never picked are no keys of this input.
     std::vector<std::string_view> keys;
     std::vector<std::uint64_t> counts;
@@ -888,19 +913,73 @@ auto keys_text(std::uint64_t count) -> std::string {
     return group(count) + (count == 1 ? " key" : " keys");
 }
 
-auto printable(std::string_view key, std::size_t max) -> std::string {
+/// The code point of a well-formed UTF-8 sequence of n bytes at the start of `text`.
+auto code_point(std::string_view text, std::size_t n) -> std::uint32_t {
+    const auto at = [&](std::size_t i) {
+        return static_cast<std::uint32_t>(static_cast<unsigned char>(text[i]));
+    };
+    if (n == 1) return at(0);
+    std::uint32_t cp = at(0) & (0x7fU >> n);
+    for (std::size_t i = 1; i < n; ++i) cp = (cp << 6U) | (at(i) & 0x3fU);
+    return cp;
+}
+
+/// Terminal columns of a code point: 0 for a combining mark, 2 for a wide (East Asian) one, as
+/// the C library's wcwidth() says in a UTF-8 locale (main() selects one for LC_CTYPE); 1 each
+/// without one. -1 for what must not reach a terminal raw: C0 and C1 control characters and
+/// the bidirectional embedding, override and isolate controls (they reorder what follows).
+auto columns_of(std::uint32_t cp) -> int {
+    if (cp < 0x20U || (cp >= 0x7fU && cp < 0xa0U) || (cp >= 0x202aU && cp <= 0x202eU) ||
+        (cp >= 0x2066U && cp <= 0x2069U))
+        return -1;
+#if defined(__unix__)
+    if (MB_CUR_MAX > 1) return ::wcwidth(static_cast<wchar_t>(cp));
+#endif
+    return 1;
+}
+
+/// `key` as a terminal cell exactly `width` columns wide: characters take their terminal
+/// columns (columns_of); a byte that is not UTF-8, and each byte of a character that must not
+/// reach the terminal raw, is written \xNN (four columns); a key too long is cut at a
+/// character boundary with "...", a short one padded with spaces. (Until 0.2.10 a key was cut
+/// at a byte count, which could split a character, padded by bytes, and C1 controls went out
+/// raw.)
+auto printable(std::string_view key, std::size_t width) -> std::string {
+    // Each character: its length in bytes (0 for one byte to escape) and its columns.
+    const auto next = [&](std::size_t i, std::size_t& bytes) -> std::size_t {
+        bytes = keyroute::detail::utf8_sequence(key.substr(i));
+        const int cols = bytes == 0 ? -1 : columns_of(code_point(key.substr(i), bytes));
+        if (cols < 0) {
+            bytes = 0;
+            return 4;
+        }
+        return static_cast<std::size_t>(cols);
+    };
+    std::size_t total = 0;
+    for (std::size_t i = 0, bytes = 0; i < key.size(); i += bytes == 0 ? 1 : bytes)
+        total += next(i, bytes);
+    // "..." when cut; below 3 columns nothing but the dots fits.
+    const std::size_t room = total <= width ? width : width >= 3 ? width - 3 : 0;
     std::string out;
-    for (std::size_t i = 0; i < key.size() && out.size() < max; ++i) {
-        const auto u = static_cast<unsigned char>(key[i]);
-        if (u < 0x20U || u == 0x7fU) {
+    std::size_t columns = 0;
+    std::size_t i = 0;
+    for (std::size_t bytes = 0; i < key.size(); i += bytes == 0 ? 1 : bytes) {
+        const std::size_t cost = next(i, bytes);
+        if (columns + cost > room) break;
+        if (bytes == 0) {
             char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(key[i]));
             out += buf;
         } else {
-            out += key[i];
+            out.append(key.data() + i, bytes);
         }
+        columns += cost;
     }
-    if (out.size() >= max && key.size() > max) out += "...";
+    if (i < key.size()) {
+        out += "...";
+        columns += 3;
+    }
+    if (columns < width) out.append(width - columns, ' ');
     return out;
 }
 
@@ -935,10 +1014,10 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
             " seed  keyroute\n");
         for (std::size_t h = 0; h < a.hot_ids.size(); ++h) {
             const std::uint32_t id = a.hot_ids[h];
-            std::printf("  %-32s %12s  %5.1f%%  %25u  %5u  %8u\n",
-                        printable(s.keys[id], 32).c_str(), group(s.key_events[id]).c_str(),
-                        share(s.key_events[id], n), a.schemes[0].hot_fanout[h],
-                        a.schemes[1].hot_fanout[h], a.schemes[2].hot_fanout[h]);
+            std::printf("  %s %12s  %5.1f%%  %25u  %5u  %8u\n", printable(s.keys[id], 32).c_str(),
+                        group(s.key_events[id]).c_str(), share(s.key_events[id], n),
+                        a.schemes[0].hot_fanout[h], a.schemes[1].hot_fanout[h],
+                        a.schemes[2].hot_fanout[h]);
         }
     }
     const double mean = static_cast<double>(n) / partitions;
@@ -1205,6 +1284,9 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Character widths for the hottest-keys table (wcwidth); only LC_CTYPE: numbers and messages
+    // stay in the C locale. Without a UTF-8 locale every character counts one column.
+    if (std::setlocale(LC_CTYPE, "C.UTF-8") == nullptr) std::setlocale(LC_CTYPE, "");
     options o;
     try {
         bool help = false;

@@ -305,6 +305,32 @@ TEST_CASE("bad-input: a window that does not fit the clock's tick count is refus
     CHECK_NOTHROW(odd(c));
 }
 
+// A clock of 32-bit microsecond ticks: 2^31 - 1 of them are about 35.8 minutes.
+struct narrow_clock {
+    using rep = std::int32_t;
+    using period = std::micro;
+    using duration = std::chrono::duration<rep, period>;
+    using time_point = std::chrono::time_point<narrow_clock>;
+    static constexpr bool is_steady = false;
+    static auto now() noexcept -> time_point { return time_point{duration{0}}; }
+};
+
+TEST_CASE("bad-input: a window wider than a narrow clock's ticks is refused as such",
+          "[bad-input][router][config]") {
+    // Until 0.2.10 the window's ticks were cut to 32 bits and the refusal said the window was
+    // not a whole number of the clock's ticks.
+    using router = keyroute::salting_router<keyroute::hash_partitioner<>, narrow_clock>;
+    auto c = router_config(8, 0);
+    c.window = std::chrono::hours(1);
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("window of 3600000 ms is 3600000000 ticks "
+                                                         "of the clock, more than its tick count "
+                                                         "(32 bits) holds"));
+    c.window = std::chrono::minutes(35);  // 2.1e9 ticks: fits
+    router r(c);
+    CHECK(r.route("k", narrow_clock::time_point{narrow_clock::duration{2000000000}}) < 8U);
+    CHECK(r.stats().window == 0);
+}
+
 TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor wraps",
           "[bad-input][router][config]") {
     // state_bytes(2^58 + 1) looped forever (next_pow2 shifted its power to 0); 2^62 wrapped.

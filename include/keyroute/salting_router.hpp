@@ -304,7 +304,11 @@ public:
 
     /// Marks a partition unavailable (false) or available again (true). Hot-key runs avoid
     /// unavailable partitions at once; cold keys keep their home unless failover_cold_keys is set.
-    /// Safe while other threads route. @throws std::invalid_argument if partition >= partitions.
+    /// Safe while other threads route. Not a barrier: a route already under way on another
+    /// thread may still pick the partition (it writes the partition's flag, then the count of
+    /// unavailable partitions, which cold keys read first); routes ordered after this call
+    /// returns (by whatever told their thread of it) see it.
+    /// @throws std::invalid_argument if partition >= partitions.
     void set_available(std::uint32_t partition, bool available) {
         if (partition >= m_n) {
             detail::invalid_argument("set_available: partition " + std::to_string(partition) +
@@ -593,6 +597,19 @@ private:
                 int64_max / ms_per_tick::num) {
             fail("window does not fit the clock's 64-bit tick count, got " +
                  std::to_string(c.window.count()) + " ms");
+        }
+        // A clock whose ticks are narrower than 64 bits (Clock::rep): the window's ticks must
+        // fit them too (until 0.2.10 they were cut, and the refusal said "not a whole number").
+        using wide_ticks = std::chrono::duration<std::int64_t, typename Clock::period>;
+        const auto wide = std::chrono::duration_cast<wide_ticks>(c.window);
+        constexpr auto rep_max =
+            static_cast<std::uint64_t>(std::numeric_limits<typename Clock::rep>::max());
+        if (static_cast<std::uint64_t>(wide.count()) > rep_max) {
+            fail("window of " + std::to_string(c.window.count()) + " ms is " +
+                 std::to_string(wide.count()) + " ticks of the clock, more than its tick count (" +
+                 std::to_string(std::numeric_limits<typename Clock::rep>::digits +
+                                (std::numeric_limits<typename Clock::rep>::is_signed ? 1 : 0)) +
+                 " bits) holds");
         }
         const auto ticks = std::chrono::duration_cast<typename Clock::duration>(c.window);
         if (ticks.count() <= 0 ||

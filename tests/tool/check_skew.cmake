@@ -154,6 +154,65 @@ elseif(CASE STREQUAL "csv_column")
   expect_json("${OUT}" 3 hot_keys 0 events)
   expect("${OUT}" "\"key\":\"big, co\"" "stdout")
   expect("${OUT}" "\"key\":\"say \\\\\"hi\\\\\"\"" "stdout")
+elseif(CASE STREQUAL "csv_errors")
+  # A malformed quoted field is an error naming its line (0.2.9 read "x"junk as x and took an
+  # unclosed quote's whole line), in the wanted column or one before it; a quote inside an
+  # unquoted field is an ordinary character; a line with fewer fields is skipped.
+  file(WRITE ${WORK}/junk.csv "1,ok\n2,\"x\"junk,3\n")
+  run(1 ${WORK}/junk.csv --csv-column 2)
+  expect("${ERR}" "skew: line 2 of .*junk.csv, CSV column 2: text after a quoted field's closing quote" "stderr")
+  file(WRITE ${WORK}/before.csv "\"a\"b,x\n")
+  run(1 ${WORK}/before.csv --csv-column 2)
+  expect("${ERR}" "line 1 of .*: text after a quoted field's closing quote" "stderr")
+  file(WRITE ${WORK}/open.csv "1,ok\n2,ok\n3,\"unclosed,4\n")
+  run(1 ${WORK}/open.csv --csv-column 2)
+  expect("${ERR}" "line 3 of .*: a quoted field has no closing quote" "stderr")
+  file(WRITE ${WORK}/fine.csv "1,a\"b\n2,a\"b\n3,\"\"\n4,\"q\"\n\"only\"\n")
+  run(0 ${WORK}/fine.csv --csv-column 2 --json)
+  expect_json("${OUT}" 3 input events)
+  expect_json("${OUT}" 2 input skipped)
+  expect_json("${OUT}" "a\"b" hot_keys 0 key)
+elseif(CASE STREQUAL "bom_and_display")
+  # A UTF-8 byte order mark is no part of the first key (0.2.9 kept it: "\ufeffhot" and "hot").
+  execute_process(COMMAND sh -c "printf '\\357\\273\\277hot\\nhot\\ncold\\n' > '${WORK}/bom.txt'"
+    RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "could not write ${WORK}/bom.txt")
+  endif()
+  run(0 ${WORK}/bom.txt --json)
+  expect_json("${OUT}" 2 input distinct_keys)
+  expect_json("${OUT}" hot hot_keys 0 key)
+  expect_json("${OUT}" 2 hot_keys 0 events)
+  # The hottest-keys table cuts a long key at a character, not a byte, and pads by characters:
+  # 32 two-byte characters fit the 32-column cell whole; 40 are cut to 29 and "...".
+  string(REPEAT "é" 32 fits)
+  string(REPEAT "é" 40 long)
+  string(REPEAT "é" 29 cut)
+  file(WRITE ${WORK}/wide.txt "${fits}\n${fits}\n${fits}\n${long}\n${long}\nx\n")
+  run(0 ${WORK}/wide.txt --partitions 4)
+  expect("${OUT}" "\n  ${fits}  +3  " "the 32-character key, whole")
+  expect("${OUT}" "\n  ${cut}\\.\\.\\.  +2  " "the 40-character key, cut")
+  # Columns as a terminal counts them (wcwidth in C.UTF-8): a wide character takes 2, a
+  # combining mark 0; a control character (C0 or C1) or a byte that is not UTF-8 is written
+  # \xNN. Exact spacing: the cell is 32 columns, then a space and the 12-column count.
+  string(REPEAT "漢" 20 wide)
+  string(REPEAT "漢" 14 wide_cut)
+  string(REPEAT "é" 20 combining)  # "e" and U+0301 COMBINING ACUTE ACCENT, 20 times
+  file(WRITE ${WORK}/wide2.txt "${wide}\n${wide}\n${wide}\n${wide}\n${combining}\n${combining}\n${combining}\n")
+  execute_process(COMMAND sh -c "printf 'a\\001b\\377c\\na\\001b\\377c\\nab\\302\\23331mX\\n' >> '${WORK}/wide2.txt'"
+    RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "could not write ${WORK}/wide2.txt")
+  endif()
+  run(0 ${WORK}/wide2.txt --partitions 4 --hot 10)
+  string(REPEAT " " 13 sp13)
+  string(REPEAT " " 24 sp24)
+  string(REPEAT " " 33 sp33)
+  string(REPEAT " " 30 sp30)
+  expect("${OUT}" "\n  ${wide_cut}\\.\\.\\.${sp13}4  " "20 wide characters, cut to 14 and ...")
+  expect("${OUT}" "\n  ${combining}${sp24}3  " "20 characters with combining marks, whole")
+  expect("${OUT}" "\n  a\\\\x01b\\\\xffc${sp33}2  " "a control character and a byte that is not UTF-8")
+  expect("${OUT}" "\n  ab\\\\xc2\\\\x9b31mX${sp30}1  " "a C1 control character (U+009B)")
 elseif(CASE STREQUAL "binary_key_json")
   # A key that is not UTF-8: "key" stays valid JSON (U+FFFD for each stray byte), "key_hex"
   # has its bytes.
