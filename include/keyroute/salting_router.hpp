@@ -1342,8 +1342,15 @@ private:
         const auto tag = static_cast<std::uint32_t>(static_cast<std::uint64_t>(w) & 0xffU) << 24U;
         const std::uint32_t base = lv.slice_base.load(std::memory_order_relaxed);
         const std::uint32_t mask = lv.slice_mask.load(std::memory_order_relaxed);
-        std::atomic<std::uint32_t>& a = m_sketch[base + (h & mask)];
-        std::atomic<std::uint32_t>& b = m_sketch[(m_sketch_mask + 1U) + base + ((h >> 32U) & mask)];
+        // On the shared lane another thread may be refreshing the levels between the two loads:
+        // a new slice's base with the old, whole-row mask ran past the sketch (AddressSanitizer,
+        // test_stress's slot churn, keyroute 0.2.9). A slice never crosses its row's end, so
+        // `& m_sketch_mask` changes nothing for a consistent pair and keeps a torn one in its row.
+        std::atomic<std::uint32_t>& a =
+            m_sketch[(base + static_cast<std::uint32_t>(h & mask)) & m_sketch_mask];
+        std::atomic<std::uint32_t>& b =
+            m_sketch[(m_sketch_mask + 1U) +
+                     ((base + static_cast<std::uint32_t>((h >> 32U) & mask)) & m_sketch_mask)];
         const std::uint32_t va = a.load(std::memory_order_relaxed);
         const std::uint32_t vb = b.load(std::memory_order_relaxed);
         const std::uint32_t ca = (va & 0xff000000U) == tag ? va & 0xffffffU : 0;
