@@ -686,9 +686,14 @@ private:
     [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
         const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
         const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
-        return hi > lo && ticks >= lo
-                   ? std::min(static_cast<double>(ticks - lo) / static_cast<double>(hi - lo), 1.0)
-                   : 1.0;
+        if (!(hi > lo && ticks >= lo)) return 1.0;
+        // Differences taken in 64-bit unsigned arithmetic: on the shared lane, an old lo (the
+        // empty cache's INT64_MIN, or a window long past) may be read with a new hi, and the
+        // signed differences overflowed (undefined behaviour; found by a review of 0.2.10).
+        const std::uint64_t into =
+            static_cast<std::uint64_t>(ticks) - static_cast<std::uint64_t>(lo);
+        const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+        return std::min(static_cast<double>(into) / static_cast<double>(span), 1.0);
     }
 
     /// The events window w will hold, from the previous window's volume or, without one, from
