@@ -260,25 +260,21 @@ TEST_CASE("bad-input: zero or negative windows and out-of-range settings are ref
     CHECK_NOTHROW(keyroute::resequencer<int>(rc, sink, gap));
 }
 
-// A clock of picosecond ticks: a year of them does not fit 64 bits.
-struct picosecond_clock {
-    using rep = std::int64_t;
-    using period = std::pico;
+// A clock that counts Rep ticks of Period seconds and always reads 0.
+template <class Rep, class Period>
+struct tick_clock {
+    using rep = Rep;
+    using period = Period;
     using duration = std::chrono::duration<rep, period>;
-    using time_point = std::chrono::time_point<picosecond_clock>;
+    using time_point = std::chrono::time_point<tick_clock>;
     static constexpr bool is_steady = false;
     static auto now() noexcept -> time_point { return time_point{duration{0}}; }
 };
 
-// A clock of ticks of 1.000000007 ms (period 1000000007 / 10^12 s).
-struct odd_tick_clock {
-    using rep = std::int64_t;
-    using period = std::ratio<1000000007, 1000000000000>;
-    using duration = std::chrono::duration<rep, period>;
-    using time_point = std::chrono::time_point<odd_tick_clock>;
-    static constexpr bool is_steady = false;
-    static auto now() noexcept -> time_point { return time_point{duration{0}}; }
-};
+// Picosecond ticks: a year of them does not fit 64 bits.
+using picosecond_clock = tick_clock<std::int64_t, std::pico>;
+// Ticks of 1.000000007 ms (period 1000000007 / 10^12 s).
+using odd_tick_clock = tick_clock<std::int64_t, std::ratio<1000000007, 1000000000000>>;
 
 TEST_CASE("bad-input: a window that does not fit the clock's tick count is refused",
           "[bad-input][router][config]") {
@@ -305,15 +301,8 @@ TEST_CASE("bad-input: a window that does not fit the clock's tick count is refus
     CHECK_NOTHROW(odd(c));
 }
 
-// A clock of 32-bit microsecond ticks: 2^31 - 1 of them are about 35.8 minutes.
-struct narrow_clock {
-    using rep = std::int32_t;
-    using period = std::micro;
-    using duration = std::chrono::duration<rep, period>;
-    using time_point = std::chrono::time_point<narrow_clock>;
-    static constexpr bool is_steady = false;
-    static auto now() noexcept -> time_point { return time_point{duration{0}}; }
-};
+// 32-bit microsecond ticks: 2^31 - 1 of them are about 35.8 minutes.
+using narrow_clock = tick_clock<std::int32_t, std::micro>;
 
 TEST_CASE("bad-input: a window wider than a narrow clock's ticks is refused as such",
           "[bad-input][router][config]") {

@@ -49,6 +49,14 @@ function(expect_json_below json limit)
   endif()
 endfunction()
 
+# printf_to(<file> <printf format>): writes bytes CMake strings cannot hold (octal escapes).
+function(printf_to file format)
+  execute_process(COMMAND sh -c "printf '${format}' >> '${file}'" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "could not write ${file}")
+  endif()
+endfunction()
+
 # 200 events: "hot" 120 times, k0..k79 once each, interleaved; one empty line first.
 set(small ${WORK}/small_keys.txt)
 set(lines "\n")
@@ -174,11 +182,8 @@ elseif(CASE STREQUAL "csv_errors")
   expect_json("${OUT}" "a\"b" hot_keys 0 key)
 elseif(CASE STREQUAL "bom_and_display")
   # A UTF-8 byte order mark is no part of the first key (0.2.9 kept it: "\ufeffhot" and "hot").
-  execute_process(COMMAND sh -c "printf '\\357\\273\\277hot\\nhot\\ncold\\n' > '${WORK}/bom.txt'"
-    RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "could not write ${WORK}/bom.txt")
-  endif()
+  file(REMOVE ${WORK}/bom.txt)
+  printf_to(${WORK}/bom.txt "\\357\\273\\277hot\\nhot\\ncold\\n")
   run(0 ${WORK}/bom.txt --json)
   expect_json("${OUT}" 2 input distinct_keys)
   expect_json("${OUT}" hot hot_keys 0 key)
@@ -199,11 +204,7 @@ elseif(CASE STREQUAL "bom_and_display")
   string(REPEAT "漢" 14 wide_cut)
   string(REPEAT "é" 20 combining)  # "e" and U+0301 COMBINING ACUTE ACCENT, 20 times
   file(WRITE ${WORK}/wide2.txt "${wide}\n${wide}\n${wide}\n${wide}\n${combining}\n${combining}\n${combining}\n")
-  execute_process(COMMAND sh -c "printf 'a\\001b\\377c\\na\\001b\\377c\\nab\\302\\23331mX\\n' >> '${WORK}/wide2.txt'"
-    RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "could not write ${WORK}/wide2.txt")
-  endif()
+  printf_to(${WORK}/wide2.txt "a\\001b\\377c\\na\\001b\\377c\\nab\\302\\23331mX\\n")
   run(0 ${WORK}/wide2.txt --partitions 4 --hot 10)
   string(REPEAT " " 13 sp13)
   string(REPEAT " " 24 sp24)
@@ -216,11 +217,8 @@ elseif(CASE STREQUAL "bom_and_display")
 elseif(CASE STREQUAL "binary_key_json")
   # A key that is not UTF-8: "key" stays valid JSON (U+FFFD for each stray byte), "key_hex"
   # has its bytes.
-  execute_process(COMMAND sh -c "printf 'ab\\377\\376\\nab\\377\\376\\nplain\\n' > '${WORK}/binary.txt'"
-    RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "could not write ${WORK}/binary.txt")
-  endif()
+  file(REMOVE ${WORK}/binary.txt)
+  printf_to(${WORK}/binary.txt "ab\\377\\376\\nab\\377\\376\\nplain\\n")
   run(0 ${WORK}/binary.txt --json)
   expect_json("${OUT}" 3 input events)
   expect_json("${OUT}" 6162fffe hot_keys 0 key_hex)
