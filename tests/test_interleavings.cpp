@@ -1,7 +1,9 @@
 // Interleavings of two threads that a stress test can only hope to hit, forced: the route path's
 // KEYROUTE_INTERLEAVING_POINT (salting_router.hpp) pauses one thread at a named point while the
-// other routes, then lets it go on. Deterministic: event times come from the test, and each
-// thread routes through its own lane.
+// other routes, then lets it go on. Deterministic: event times come from the test, and which
+// lane each thread routes through (its own, or the overflow lane it shares) is set by the config.
+// Some cases fail before their fix only under AddressSanitizer or UndefinedBehaviorSanitizer
+// (the asan preset, in CI): a read past the sketch or a signed overflow changes no decision.
 
 // Before the router's header: this test's pause points.
 #include <atomic>
@@ -48,6 +50,7 @@ inline void resume_to(const char* next) {
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace {
@@ -175,4 +178,98 @@ TEST_CASE(
     CHECK(paused.stamp.episode != b);
     CHECK_FALSE(paused.stamp);
     CHECK(paused.partition == paused.home);
+}
+
+// 0.2.10's fix in sketch_add (65dbb01). Threads beyond `lanes` share one overflow lane, and
+// with it its cached levels: one of them may read the lane's sketch slice (a base, then a mask)
+// while another refreshes it. Here a reader reads the base of the lane's half-row slice (two
+// lanes active in its window), then a writer on the same lane moves to a window where that lane
+// routes alone, with a whole-row slice, and the reader reads the whole row's mask: until 0.2.10
+// the half row's base plus the whole row's mask indexed up to half a row past the sketch's
+// second row (AddressSanitizer: heap-buffer-overflow, as in a CI run of test_stress). The
+// reader's key is untracked: it goes home whatever cells it counts in. Sixteen keys: a key
+// reads past the sketch when its second cell falls in the upper half of the row, one key in two.
+TEST_CASE("a torn read of the shared lane's sketch slice stays in the sketch",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;  // sketch rows of 1,024 cells: slices of 512 with two active lanes
+    config.threshold = 16;  // admission at 8: every untracked event counts, with weight 2
+    config.lanes = 1;       // this thread takes lane 0; the others share the overflow lane
+    config.seed = 13;
+    config.producer_id = 7;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000200;
+
+    for (int i = 0; i < 16; ++i) {
+        const std::int64_t both = w + 2 * i;  // lane 0 and the shared lane route
+        const std::string key = "reader-" + std::to_string(i);
+        // Lane 0 first, so that the shared lane's levels for `both` count two active lanes and
+        // give it the second half of each row (the overflow lane's index, 1, is odd).
+        (void)router.route("lane-0", at_window(both));
+        keyroute::route_decision read{};
+        interleave::target.store("sketch_slice");
+        std::thread reader([&] {
+            interleave::armed = true;
+            read = router.decide(key, at_window(both));  // pauses between base and mask
+        });
+        if (!interleave::wait_paused()) {
+            interleave::resume_to(nullptr);
+            reader.join();
+            FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"sketch_slice\")");
+        }
+        // The next window, where only the shared lane routes: its slice is the whole row.
+        std::thread writer([&] { (void)router.route("writer", at_window(both + 1)); });
+        writer.join();
+        interleave::resume_to(nullptr);
+        reader.join();
+        interleave::stage.store(0);
+        CHECK_FALSE(read.salted);
+        CHECK(read.partition == read.home);
+    }
+    CHECK(router.stats().hot_keys.empty());
+}
+
+// 0.2.10's fix in position_in (5c08640). A reader on the shared lane reads the lower bound of
+// the lane's cached window, the empty cache's INT64_MIN (its event is in the clock's first
+// window, whose bounds do not fit 64 bits); a writer on the same lane caches a window of today
+// and the reader reads its upper bound: until 0.2.10 the span, upper minus lower, overflowed
+// the signed 64 bits (undefined behaviour: UndefinedBehaviorSanitizer, signed integer
+// overflow). The event's position in the window is now computed in unsigned arithmetic.
+TEST_CASE("a torn read of the shared lane's window bounds is not an overflow",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.lanes = 1;  // this thread takes lane 0; the others share the overflow lane
+    config.seed = 14;
+    config.producer_id = 8;
+    keyroute::salting_router<> router(config);
+    // 1 us after the clock's earliest time: the first window's start is before it.
+    const clock_type::time_point first{
+        clock_type::duration::min() +
+        std::chrono::duration_cast<clock_type::duration>(std::chrono::microseconds(1))};
+    (void)router.route("lane-0", first);  // the router's window: the first one
+
+    keyroute::route_decision read{};
+    interleave::target.store("window_bounds");
+    std::thread reader([&] {
+        interleave::armed = true;
+        read = router.decide("reader", first);  // the lane's levels: pauses after the lower bound
+    });
+    if (!interleave::wait_paused()) {
+        interleave::resume_to(nullptr);
+        reader.join();
+        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"window_bounds\")");
+    }
+    constexpr std::int64_t today = 29000400;
+    std::thread writer([&] { (void)router.route("writer", at_window(today)); });
+    writer.join();
+    interleave::resume_to(nullptr);
+    reader.join();
+    interleave::stage.store(0);
+    CHECK_FALSE(read.salted);
+    CHECK(read.partition == read.home);
+    // The router goes on in today's window, on both lanes.
+    const auto after = router.decide("reader", at_window(today));
+    CHECK(after.partition == after.home);
+    CHECK(router.stats().window == today);
 }

@@ -685,6 +685,7 @@ private:
     /// its end (1).
     [[nodiscard]] static auto position_in(const lane& ln, std::int64_t ticks) noexcept -> double {
         const std::int64_t lo = ln.win_lo.load(std::memory_order_relaxed);
+        KEYROUTE_INTERLEAVING_POINT("window_bounds");  // lo read, hi not yet
         const std::int64_t hi = ln.win_hi.load(std::memory_order_relaxed);
         if (!(hi > lo && ticks >= lo)) return 1.0;
         // Differences taken in 64-bit unsigned arithmetic: on the shared lane, an old lo (the
@@ -1346,6 +1347,7 @@ private:
                     const levels& lv) noexcept -> std::uint32_t {
         const auto tag = static_cast<std::uint32_t>(static_cast<std::uint64_t>(w) & 0xffU) << 24U;
         const std::uint32_t base = lv.slice_base.load(std::memory_order_relaxed);
+        KEYROUTE_INTERLEAVING_POINT("sketch_slice");  // the slice's base read, its mask not yet
         const std::uint32_t mask = lv.slice_mask.load(std::memory_order_relaxed);
         // On the shared lane another thread may be refreshing the levels between the two loads:
         // a new slice's base with the old, whole-row mask ran past the sketch (AddressSanitizer,
