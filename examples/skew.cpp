@@ -79,7 +79,8 @@ input:
   (no FILE)           the built-in workload (see --workload)
   --csv-column N      the key is field N (from 1) of each CSV line; fields may be "quoted",
                       with "" for a quote inside (no line breaks inside fields: an
-                      unclosed quote or text after a closing quote is an error)
+                      unclosed quote or text after a closing quote, in any field of
+                      any line, the header too, is an error)
   --header            skip the first line
   --workload NAME     built-in workload: tenant90 (default: one tenant at 90%, 100 partitions),
                       zipf1.0, zipf1.5 (100k keys, 64 partitions), zipf0.8 (1M keys, 16),
@@ -422,16 +423,19 @@ void read_all(const options& o, key_stream& s) {
 }
 
 /// Field `column` (from 1) of a CSV line; quoted fields lose their quotes and "" becomes ".
-/// Returns false when the line has fewer fields. A quoted field before or at the column must
-/// close on its line and be followed by a comma or the line's end: anything else is an
-/// input_error naming the line (until 0.2.10, `"x"junk` read as x and an unclosed quote took
-/// the rest of the line). A quote inside an unquoted field is an ordinary character.
+/// Returns false when the line has fewer fields (column 0: checks the line, returns false).
+/// Every quoted field of the line must close on it and be followed by a comma or the line's
+/// end: anything else is an input_error naming the line (until 0.2.10, `"x"junk` read as x
+/// and an unclosed quote took the rest of the line; until 0.2.11 fields after the column were
+/// not checked, and a field spanning lines there made its next line a record of its own). A
+/// quote inside an unquoted field is an ordinary character.
 auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::string_view& out,
                std::size_t line_no) -> bool {
     const auto bad = [&](const char* what) {
         throw input_error("line " + std::to_string(line_no) + " of " + s.source + ": " + what);
     };
     std::size_t i = 0;
+    bool found = false;
     for (std::size_t field = 1;; ++field) {
         const bool want = field == column;
         if (i < line.size() && line[i] == '"') {
@@ -469,7 +473,7 @@ auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::st
                     s.owned.push_back(std::move(unescaped));
                     out = s.owned.back();
                 }
-                return true;
+                found = true;
             }
             i = j + 1 < line.size() ? j + 1 : std::string_view::npos;
         } else {
@@ -477,12 +481,14 @@ auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::st
             if (want) {
                 out = line.substr(i,
                                   end == std::string_view::npos ? std::string_view::npos : end - i);
-                return true;
+                found = true;
             }
             i = end;
         }
-        if (i == std::string_view::npos) return false;
+        if (i == std::string_view::npos) return found;
         ++i;
+        // The rest of the line is only read for its quoted fields: without a quote, none.
+        if (want && line.find('"', i) == std::string_view::npos) return true;
     }
 }
 
@@ -530,6 +536,10 @@ auto load_file(const options& o) -> key_stream {
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (first && o.header) {
             first = false;
+            // The header is checked like the other lines: a quoted name spanning lines would
+            // make its next line a record.
+            std::string_view ignored;
+            if (o.csv_column != 0) static_cast<void>(csv_field(line, 0, s, ignored, line_no));
             continue;
         }
         first = false;
