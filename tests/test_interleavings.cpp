@@ -47,12 +47,14 @@ inline void resume_to(const char* next) {
 
 #include "keyroute_catch.hpp"
 
+#include <keyroute/resequencer.hpp>
 #include <keyroute/salting_router.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
@@ -280,4 +282,286 @@ TEST_CASE("a torn read of the shared lane's window bounds is not an overflow",
     CHECK(shared_after.partition == shared_after.home);
     CHECK(shared_after.partition == after.partition);
     CHECK(router.stats().window == today);
+}
+
+// 0.2.11's fix 1 (found by a review; no pause needed: the threads run one after the other).
+// A lane that first meets a key's episode after another lane made the key hot: until 0.2.11 its
+// first stamped event (its sequence 0) was placed in a run off home, though the lane had sent
+// the key's earlier, unstamped events home. The resequencer's contract (resequencer.hpp, "What
+// it relies on"): "an episode's first stamped events go to the key's home partition, after the
+// key's earlier unstamped events there". A consumer that read the run's partition before home
+// delivered the lane's two events in the wrong order, flagged in_order, with no gap report.
+TEST_CASE("a lane that joins a key already hot sends its first stamped event home",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 16;  // admission at an estimate of 8, hot above 16 events since admission
+    config.lanes = 1;       // this thread: lane 0; the other thread: the shared overflow lane
+    config.seed = 22;
+    config.producer_id = 12;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000700;
+    const std::string_view key = "tenant-4";
+
+    // Lane 0: one event of the key, untracked (estimate 1 of 8): unstamped, home.
+    const auto cold = router.decide(key, at_window(w));
+    REQUIRE_FALSE(cold.stamp);
+    REQUIRE(cold.partition == cold.home);
+
+    // The shared lane: admits the key (weight 2: two lanes active) and makes it hot (17 events
+    // since admission). Its plan (plan_now) has 8 pieces, home first.
+    bool hot = false;
+    std::thread other([&] {
+        for (int i = 0; i < 100 && !hot; ++i) hot = router.decide(key, at_window(w)).salted;
+    });
+    other.join();
+    REQUIRE(hot);
+
+    // Lane 0 again: its first event of the episode. It is tracked, the key is hot in w, the lane
+    // has no run: place() picks the least loaded of the plan's pieces by lane 0's own loads,
+    // where home has 1 (the cold event) and every other piece 0.
+    const auto first = router.decide(key, at_window(w));
+    REQUIRE(first.stamp);
+    CHECK(first.stamp.lane == 0);
+    CHECK(first.stamp.sequence == 0);
+    CHECK(first.partition == first.home);  // until 0.2.11: a run's partition
+    CHECK(first.salted);                   // placed by the hot-key logic, at home
+    // The lane's next event is placed in runs, as the hot key's.
+    const auto second = router.decide(key, at_window(w));
+    CHECK(second.stamp.sequence == 1);
+    CHECK(second.salted);
+
+    // What a consumer makes of it, reading the run's partition before home.
+    std::vector<int> delivered;
+    keyroute::resequencer<int> consumer(
+        keyroute::resequencer_config{},
+        [&delivered](keyroute::delivery<int>&& d) { delivered.push_back(d.event); },
+        [](const keyroute::gap_report&) {});
+    // Read order: partitions other than home first, then home; events numbered in routing order.
+    struct routed {
+        int id;
+        keyroute::route_decision d;
+    };
+    const routed lane0[] = {{1, cold}, {2, first}};
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const auto& r : lane0) {
+            const bool at_home = r.d.partition == r.d.home;
+            if (at_home != (pass == 1)) continue;
+            (void)consumer.push(key, r.d.stamp, r.id, keyroute::origin{r.d.partition, -1},
+                                std::chrono::milliseconds(0));
+        }
+    }
+    consumer.flush();
+    const std::vector<int> routing_order{1, 2};
+    CHECK(delivered == routing_order);  // until 0.2.11: {2, 1}
+}
+
+// 0.2.11's fix 2 (found by a review). A candidate (tracked, never hot) may give its slot to a
+// key with a higher estimate at any time ("it sent all its events home"). An event of the
+// candidate that passed the episode check before the hand-over then read the new key's entry:
+// hot_window (hot), its plan (placement); until 0.2.11 it went to one of the new key's
+// partitions, stamped. The candidate, evicted, sends its next events home unstamped, and
+// nothing at home waited for the stamped event on the other partition: a cold key split, and
+// the lane's events of it delivered out of order, flagged in_order, with no gap report. The
+// episode is now checked again after the placement.
+TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays home",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 64;   // the candidate's home (9 events) has no room in the new key's plan
+    config.threshold = 16;    // admission at an estimate of 8, hot above 16 events since admission
+    config.max_hot_keys = 1;  // 8 slots, one probe group: slots taken in order
+    config.lanes = 1;         // this thread: lane 0; the other thread: the shared overflow lane
+    config.seed = 21;
+    config.producer_id = 11;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000500;
+    const std::string victim = "cand-0";
+
+    // Lane 0 fills the 8 slots with candidates, "cand-0" in slot 0: 8 events each (weight 1),
+    // admitted at an estimate of 8. A key takes one of their slots at an estimate above 2 * 8.
+    for (int k = 0; k < 8; ++k) {
+        const std::string key = "cand-" + std::to_string(k);
+        keyroute::route_decision d{};
+        for (int i = 0; i < 8; ++i) d = router.decide(key, at_window(w));
+        REQUIRE(d.stamp);
+        REQUIRE_FALSE(d.salted);
+    }
+
+    keyroute::route_decision before{};
+    keyroute::route_decision paused{};
+    keyroute::route_decision after{};
+    interleave::target.store("tracked_checked");
+    std::thread shared([&] {
+        before = router.decide(victim, at_window(w));  // the shared lane's sequence 0, home
+        interleave::armed = true;
+        paused = router.decide(victim, at_window(w));  // pauses: episode checked, no number
+        interleave::armed = false;
+        after = router.decide(victim, at_window(w));  // the candidate is gone: home
+    });
+    if (!interleave::wait_paused()) {
+        interleave::resume_to(nullptr);
+        shared.join();
+        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"tracked_checked\")");
+    }
+    // Meanwhile lane 0: "usurper" reaches an estimate of 17, takes slot 0 from cand-0 (never
+    // spread, 2 * 8 < 17), and turns hot 17 events later, with a plan (plan_now) of partitions
+    // that had room: not cand-0's home, which had 9 of the window's ~98 events.
+    bool hot = false;
+    for (int i = 0; i < 100 && !hot; ++i) hot = router.decide("usurper", at_window(w)).salted;
+    bool victim_tracked = false;
+    const auto snapshot = router.stats();
+    for (const auto& k : snapshot.hot_keys) victim_tracked = victim_tracked || k.key == victim;
+    interleave::resume_to(nullptr);
+    shared.join();
+    interleave::stage.store(0);
+    REQUIRE(hot);
+    REQUIRE_FALSE(victim_tracked);  // the usurper took cand-0's slot (else: try another seed)
+
+    REQUIRE(before.stamp);
+    REQUIRE(before.stamp.sequence == 0);
+    REQUIRE(before.partition == before.home);
+    CHECK(paused.stamp.episode == before.stamp.episode);  // its own episode: guarantee 3 holds
+    CHECK(paused.stamp.sequence == 1);
+    CHECK_FALSE(paused.salted);              // until 0.2.11: salted, the usurper being hot
+    CHECK(paused.partition == paused.home);  // until 0.2.11: one of the usurper's partitions
+    CHECK(after.partition == after.home);
+
+    // A consumer that reads home before the other partition: 1 and 3 from home, then 2.
+    std::vector<int> delivered;
+    std::vector<keyroute::gap_report> gaps;
+    keyroute::resequencer<int> consumer(
+        keyroute::resequencer_config{},
+        [&delivered](keyroute::delivery<int>&& d) { delivered.push_back(d.event); },
+        [&gaps](const keyroute::gap_report& g) { gaps.push_back(g); });
+    struct routed {
+        int id;
+        keyroute::route_decision d;
+    };
+    const routed lane1[] = {{1, before}, {2, paused}, {3, after}};
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const auto& r : lane1) {
+            const bool at_home = r.d.partition == r.d.home;
+            if (at_home != (pass == 0)) continue;
+            (void)consumer.push(victim, r.d.stamp, r.id, keyroute::origin{r.d.partition, -1},
+                                std::chrono::milliseconds(0));
+        }
+    }
+    consumer.flush();
+    CHECK(gaps.empty());
+    const std::vector<int> routing_order{1, 2, 3};
+    CHECK(delivered == routing_order);  // until 0.2.11: {1, 3, 2}, all in_order
+}
+
+// 0.2.11's fix 3 (found by a review; the pause point "window_bounds", in position_in, is reached
+// from levels_of's refresh_levels(ln, w, at.fraction(), seen), before it reads the totals).
+// Automatic threshold. A lane whose levels for window w are refreshed after the router moved to
+// w + 1 computes w's threshold from window_total(w), which now counts only the lanes still in
+// w, and from previous_total(w), which is 0 once m_prev_window is w: the threshold falls to
+// min_threshold. hot_now() checks against the same numbers. A candidate with 34 exact events
+// since admission (about 95 in the window) against the window's real threshold of about 110
+// turned hot in w and was spread until 0.2.11: a cold key split (salting_router.hpp's file
+// comment: hot only once its exact count since admission passes the threshold). A key no longer
+// turns hot in a window the router has left.
+TEST_CASE("a lane whose levels are refreshed after the router left their window splits no cold key",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 0;  // automatic: 0.11 of the per-partition mean, at least 32 (defaults)
+    config.lanes = 1;      // this thread: lane 0; the other thread: the shared overflow lane
+    config.seed = 23;
+    config.producer_id = 13;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000600;
+    const std::string key = "tenant-5";
+
+    // Lane 0 alone in window w: 8000 distinct cold keys (the lane's levels at its 7936th event:
+    // threshold 109, admission at an estimate of 55), then the key until it is admitted, then 39
+    // more (8094 events: no other refresh). Its count since admission: 32 flushed + 8 pending.
+    for (int i = 0; i < 8000; ++i) (void)router.route("cold-" + std::to_string(i), at_window(w));
+    keyroute::route_decision d{};
+    for (int i = 0; i < 200 && !d.stamp; ++i) d = router.decide(key, at_window(w));
+    REQUIRE(d.stamp);
+    for (int i = 0; i < 39; ++i) {
+        d = router.decide(key, at_window(w));
+        REQUIRE_FALSE(d.salted);
+    }
+    const std::uint64_t real_threshold = router.stats().threshold;
+    INFO("window w's threshold before the move: " << real_threshold);
+    REQUIRE(real_threshold > 100);
+
+    // 255 cold keys whose home is the key's (each once: untracked), for the shared lane.
+    const std::uint32_t home = d.home;
+    std::vector<std::string> pads;
+    for (int i = 0; pads.size() < 255; ++i) {
+        std::string p = "pad-" + std::to_string(i);
+        if (router.base().route(p) == home) pads.push_back(std::move(p));
+    }
+
+    keyroute::route_decision first{};
+    keyroute::route_decision paused{};
+    interleave::target.store("window_bounds");
+    std::thread shared([&] {
+        // The shared lane's levels: refreshed at its first event (threshold ~110), due again at
+        // its 257th.
+        for (const auto& p : pads) (void)router.route(p, at_window(w));
+        first = router.decide(key, at_window(w));  // 256th: tracked, not hot, home, sequence 0
+        interleave::armed = true;
+        paused = router.decide(key, at_window(w));  // 257th: pauses in the levels' refresh for w
+    });
+    if (!interleave::wait_paused()) {
+        interleave::resume_to(nullptr);
+        shared.join();
+        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"window_bounds\")");
+    }
+    // Lane 0 opens w + 1 (the rollover records w's ~8350 events as w + 1's previous window) and
+    // leaves w: window_total(w) is now the shared lane's 256 events, previous_total(w) is 0.
+    (void)router.route("mover", at_window(w + 1));
+    interleave::resume_to(nullptr);
+    shared.join();
+    interleave::stage.store(0);
+
+    REQUIRE(first.stamp);
+    REQUIRE_FALSE(first.salted);
+    REQUIRE(first.partition == first.home);
+    // The refresh for w: threshold max(0.11 * 256 / 8, 32) = 32; the key's count 32 + 2 = 34 > 32,
+    // hot_now agrees (same totals), plan_now plans it away from home (256 cold events there).
+    CHECK(paused.stamp.episode == first.stamp.episode);
+    CHECK_FALSE(paused.salted);  // until 0.2.11: salted
+    CHECK(paused.partition == paused.home);
+    CHECK(router.stats().window == w + 1);
+}
+
+// 0.2.11's fix 1, second case: a lane's first event of a key's episode is the one that turns
+// the key hot (the other lane's counts brought it to the threshold). Until 0.2.11 that event,
+// the lane's sequence 0, was placed in a run off home. For each count the first lane routes
+// before the second lane's first event, that event goes home; at some count it turns the key hot.
+TEST_CASE("a lane's first event of an episode goes home when it turns the key hot",
+          "[router][interleaving]") {
+    bool turned = false;
+    for (int before = 1; before <= 64; ++before) {
+        keyroute::salting_config config;
+        config.partitions = 8;
+        config.threshold = 16;
+        config.lanes = 2;  // this thread: lane 0; the other thread: lane 1, its own
+        config.seed = 24;
+        config.producer_id = 14;
+        keyroute::salting_router<> router(config);
+        constexpr std::int64_t w = 29000800;
+        const std::string_view key = "tenant-6";
+        (void)router.route("warm-up", at_window(w - 1));  // this thread takes lane 0
+        keyroute::route_decision last{};
+        for (int i = 0; i < before; ++i) last = router.decide(key, at_window(w));
+        if (last.salted) break;  // hot on lane 0's counts alone: no case left
+        keyroute::route_decision first{};
+        std::thread other([&] { first = router.decide(key, at_window(w)); });
+        other.join();
+        INFO("lane 0 routed the key " << before << " times first");
+        if (!first.stamp) continue;  // not tracked yet
+        CHECK(first.stamp.lane == 1);
+        CHECK(first.stamp.sequence == 0);
+        CHECK(first.partition == first.home);
+        const auto snapshot = router.stats();
+        for (const auto& k : snapshot.hot_keys) turned = turned || (k.key == key && k.salted);
+    }
+    CHECK(turned);  // some count let the second lane's first event turn the key hot
 }

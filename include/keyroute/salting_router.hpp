@@ -29,7 +29,10 @@
 ///
 /// Ordering: see stamp.hpp and resequencer.hpp. Every event of a tracked key carries a stamp
 /// (producer, lane, episode, sequence); the first stamped events of an episode go home, after the
-/// key's unstamped ones, and so do the last ones before the key is forgotten.
+/// key's unstamped ones, and so do the last ones before the key is forgotten. (A lane that routes
+/// none of the key's events in that cold window sends its next one home unstamped, a whole window
+/// or more after its last stamped one, which may be off home: a consumer orders the two only if
+/// it lags between partitions by less than that.)
 ///
 /// Threads: one router is shared by all producer threads. Each thread claims a *lane* (a private
 /// slice of the counters) on its first route; threads beyond `salting_config::lanes` share one
@@ -1615,20 +1618,31 @@ private:
         // Checked before the lane takes a sequence number: an event whose slot changed hands
         // goes home unstamped and takes none, on the shared lane too, and an event of a key
         // whose slot went to another key and back is never stamped with the other's episode.
+        // Whether the key is hot is read inside the check, so it is this key's: until 0.2.11 it
+        // was read after, and an event of a candidate whose slot went to a hot key meanwhile
+        // was placed as that key's, off home, though the candidate, evicted, sends its next
+        // events home unstamped (a consumer could deliver those first). A key hot in w keeps
+        // its slot through w + 1 (reusable()), so the placement reads its own plan too.
         const std::uint64_t episode = e.episode.load(std::memory_order_acquire);
         KEYROUTE_INTERLEAVING_POINT("tracked_episode");  // the episode read, not yet checked
+        // Acquire: had another key's turning hot (a release) been read, its episode would be.
+        bool hot = e.hot_window.load(std::memory_order_acquire) == w;
         if (__builtin_expect(episode == 0 || m_fp[slot].load(std::memory_order_acquire) != fp ||
                                  e.episode.load(std::memory_order_relaxed) != episode,
                              0)) {
             d.partition = unplaced(d.home, key);
             return;
         }
+        KEYROUTE_INTERLEAVING_POINT("tracked_checked");  // the episode checked, no number taken
         const std::uint64_t episode_tag = tag24(episode);
         if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
             // The lane's first event of this episode (the slot may have held another key): it
-            // starts from nothing pending and no run.
-            ss.pending.store(0, std::memory_order_relaxed);
-            ss.run_word.store(0, std::memory_order_relaxed);
+            // starts from nothing pending and no run; if the key is hot (another lane made it
+            // so), with a run of one event where the key's unstamped events go, so that this
+            // event, the lane's sequence 0, follows the lane's earlier events of the key there,
+            // as the resequencer's contract wants. Until 0.2.11 it was placed in a run off home,
+            // and a consumer could deliver it before them.
+            begin_lane_episode(ss, hot, d.home, key, w);
         }
 
         // Exact count, flushed to the shared entry every few events so that threads sharing a
@@ -1637,7 +1651,6 @@ private:
         const std::uint64_t window_tag = static_cast<std::uint64_t>(w) << 32U;
         const auto in_window = [w](std::uint64_t word) { return pending_in(word, w); };
         const std::uint32_t pending = in_window(ss.pending.load(std::memory_order_relaxed)) + 1;
-        bool hot = e.hot_window.load(std::memory_order_relaxed) == w;
         // 0 when the key is already hot and no flush was due: the shared count line is then not
         // read on every event (with threads sharing the key, each read would miss the cache).
         std::uint64_t counted = 0;
@@ -1661,9 +1674,13 @@ private:
         }
 
         if (!hot) {
+            // Never in a window the router has left: a lane still in it (its event began before
+            // the move) sums the window's events without the lanes that moved on, so its
+            // levels refreshed then (automatic mode) put the threshold as low as min_threshold,
+            // and until 0.2.11 such an event could split a cold candidate.
             if ((counted > lv.threshold.load(std::memory_order_relaxed) ||
                  confirmed_early(counted, lv)) &&
-                hot_now(counted, w, at)) {
+                hot_now(counted, w, at) && m_window.load(std::memory_order_acquire) == w) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 // Only forward: a lane behind the router must not take back a later window's.
@@ -1679,7 +1696,13 @@ private:
                         plan_now(e, w, counted, at.fraction());
                     }
                 }
-                hot = true;
+                // The count and the hot window read since the check may be another key's, the
+                // slot having changed hands: the episode is checked again (see above). And the
+                // lane's first event of the episode goes where its unstamped events went, though
+                // it turned the key hot (see begin_lane_episode's call).
+                std::atomic_thread_fence(std::memory_order_acquire);
+                hot = e.episode.load(std::memory_order_relaxed) == episode &&
+                      (ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) == episode_tag;
             }
         }
         if (hot) {
@@ -1713,16 +1736,33 @@ private:
                                                       std::memory_order_relaxed))
                     break;
             }
+            // Another thread of the lane may have begun the episode since this one looked, or
+            // taken the one-event run: the number decides. The lane's sequence 0 goes where
+            // the key's unstamped events go (see the episode check).
+            if (seq == 0) d.partition = unplaced(d.home, key);
         }
-        // The slot may have been handed to another key since the check above, and the placement
-        // may then have read that key's state: harmless, since the stamp (this key's episode and
-        // number) orders the event wherever it goes. (Until 0.2.6 such an event went home
-        // unstamped, after taking a number: the episode's number on the lane then had a gap.)
+        // The slot may have been handed to another key since the check (a candidate's, not a
+        // hot key's): the event goes home, and the stamp (this key's episode and number) orders
+        // it there. (Until 0.2.6 such an event went home unstamped, after taking a number: the
+        // episode's number on the lane then had a gap.)
         d.stamp.producer = m_config.producer_id;
         d.stamp.lane = static_cast<std::uint16_t>(ln.index);
         d.stamp.episode = episode;
         d.stamp.sequence = seq;
         d.stamp.salted = d.salted;
+    }
+
+    /// A lane's first event of a key's episode: nothing pending, and no run or, when the key is
+    /// hot, a run of one event where the key's unstamped events go (see tracked()). Out of
+    /// line: once per lane and episode.
+    [[gnu::noinline, gnu::cold]] void begin_lane_episode(slot_state& ss, bool hot,
+                                                         std::uint32_t home, std::string_view key,
+                                                         std::int64_t w) const noexcept {
+        ss.pending.store(0, std::memory_order_relaxed);
+        ss.run_word.store(hot ? (std::uint64_t{unplaced(home, key)} << 32U) |
+                                    ((static_cast<std::uint64_t>(w) & 0xffU) << 24U) | 1U
+                              : 0,
+                          std::memory_order_relaxed);
     }
 
     /// Where a hot key's event goes while its current run lasts: the run's partition (one event
