@@ -565,3 +565,39 @@ TEST_CASE("a lane's first event of an episode goes home when it turns the key ho
     }
     CHECK(turned);  // some count let the second lane's first event turn the key hot
 }
+
+// 0.2.11's fix 1, third case (found by a review of the fix): the key's home partition marked
+// down, cold keys not failed over (their events wait for it, held by the client). A lane joining
+// the key after another lane made it hot: its sequence 0 goes home too, where its earlier events
+// of the key wait; a run there would have been refused (the partition is down) and the event
+// placed on another partition, ahead of them.
+TEST_CASE("a lane's first event of an episode goes home though home is down",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 16;
+    config.lanes = 1;  // this thread: lane 0; the other thread: the shared overflow lane
+    config.seed = 25;
+    config.producer_id = 15;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29000900;
+    const std::string_view key = "tenant-8";
+
+    const auto cold = router.decide(key, at_window(w));
+    REQUIRE_FALSE(cold.stamp);
+    REQUIRE(cold.partition == cold.home);
+    router.set_available(cold.home, false);
+    bool hot = false;
+    std::thread other([&] {
+        for (int i = 0; i < 100 && !hot; ++i) hot = router.decide(key, at_window(w)).salted;
+    });
+    other.join();
+    REQUIRE(hot);
+    const auto first = router.decide(key, at_window(w));
+    REQUIRE(first.stamp);
+    CHECK(first.stamp.sequence == 0);
+    CHECK(first.partition == first.home);  // until 0.2.11: an available partition
+    const auto second = router.decide(key, at_window(w));
+    CHECK(second.stamp.sequence == 1);
+    CHECK(second.partition != second.home);  // the key's runs avoid the partition that is down
+}

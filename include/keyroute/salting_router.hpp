@@ -31,8 +31,9 @@
 /// (producer, lane, episode, sequence); the first stamped events of an episode go home, after the
 /// key's unstamped ones, and so do the last ones before the key is forgotten. (A lane that routes
 /// none of the key's events in that cold window sends its next one home unstamped, a whole window
-/// or more after its last stamped one, which may be off home: a consumer orders the two only if
-/// it lags between partitions by less than that.)
+/// or more after its last stamped one in event time, which may be off home: a consumer orders the
+/// two only if it lags between partitions by less than that; with event times that jump, they
+/// may be published back to back.)
 ///
 /// Threads: one router is shared by all producer threads. Each thread claims a *lane* (a private
 /// slice of the counters) on its first route; threads beyond `salting_config::lanes` share one
@@ -1104,7 +1105,11 @@ private:
             ln.window_events[par].store(0, std::memory_order_relaxed);
             ln.window_salted[par].store(0, std::memory_order_relaxed);
         }
-        ln.window.store(w, std::memory_order_relaxed);
+        // Release: the router was moved to w before (enter_window); a thread that reads this
+        // lane's window as w, then (after an acquire fence) the router's window, reads w or
+        // later. tracked() relies on it: totals that leave out a lane that moved on are never
+        // taken for the router's current window's.
+        ln.window.store(w, std::memory_order_release);
     }
 
     /// This lane's loads in window w ([partition]: events it routed there), or nullptr when it
@@ -1473,6 +1478,10 @@ private:
             // the one before, so tracked() can tell an A -> B -> A change of the slot from
             // "still A" (it checks that the episode it read is still there after the fingerprint).
             e.episode.store(0, std::memory_order_relaxed);
+            // Before the new episode is published: a lane whose episode check passes reads
+            // them as the new key's, never as the slot's previous key's.
+            e.plan_window.store(detail::no_window, std::memory_order_relaxed);
+            e.hot_window.store(detail::no_window, std::memory_order_relaxed);
             for (std::uint32_t l = 0; l <= m_lanes; ++l) {
                 std::atomic<std::uint64_t>& word =
                     m_slot_state[std::size_t{l} * m_slots + s].seq_word;
@@ -1500,8 +1509,6 @@ private:
             e.count_word.store(tag24(static_cast<std::uint64_t>(w)), std::memory_order_relaxed);
             e.admit_estimate.store(estimate, std::memory_order_relaxed);
             e.home.store(home, std::memory_order_relaxed);
-            e.plan_window.store(detail::no_window, std::memory_order_relaxed);
-            e.hot_window.store(detail::no_window, std::memory_order_relaxed);
             e.admit_window.store(w, std::memory_order_relaxed);
             e.key_len.store(
                 static_cast<std::uint32_t>(std::min<std::size_t>(key.size(), 0xffffffffU)),
@@ -1621,8 +1628,8 @@ private:
         // Whether the key is hot is read inside the check, so it is this key's: until 0.2.11 it
         // was read after, and an event of a candidate whose slot went to a hot key meanwhile
         // was placed as that key's, off home, though the candidate, evicted, sends its next
-        // events home unstamped (a consumer could deliver those first). A key hot in w keeps
-        // its slot through w + 1 (reusable()), so the placement reads its own plan too.
+        // events home unstamped (a consumer could deliver those first). The placement is
+        // checked too (below).
         const std::uint64_t episode = e.episode.load(std::memory_order_acquire);
         KEYROUTE_INTERLEAVING_POINT("tracked_episode");  // the episode read, not yet checked
         // Acquire: had another key's turning hot (a release) been read, its episode would be.
@@ -1637,12 +1644,9 @@ private:
         const std::uint64_t episode_tag = tag24(episode);
         if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
             // The lane's first event of this episode (the slot may have held another key): it
-            // starts from nothing pending and no run; if the key is hot (another lane made it
-            // so), with a run of one event where the key's unstamped events go, so that this
-            // event, the lane's sequence 0, follows the lane's earlier events of the key there,
-            // as the resequencer's contract wants. Until 0.2.11 it was placed in a run off home,
-            // and a consumer could deliver it before them.
-            begin_lane_episode(ss, hot, d.home, key, w);
+            // starts from nothing pending and no run.
+            ss.pending.store(0, std::memory_order_relaxed);
+            ss.run_word.store(0, std::memory_order_relaxed);
         }
 
         // Exact count, flushed to the shared entry every few events so that threads sharing a
@@ -1678,9 +1682,16 @@ private:
             // the move) sums the window's events without the lanes that moved on, so its
             // levels refreshed then (automatic mode) put the threshold as low as min_threshold,
             // and until 0.2.11 such an event could split a cold candidate.
+            // And only for this key: the count and the window's totals read since the episode
+            // check may be another key's, the slot having changed hands (until 0.2.11 this
+            // event could then turn the other key hot, on both keys' counts); the episode is
+            // checked again after them (the fence orders the reads before it).
             if ((counted > lv.threshold.load(std::memory_order_relaxed) ||
                  confirmed_early(counted, lv)) &&
-                hot_now(counted, w, at) && m_window.load(std::memory_order_acquire) == w) {
+                hot_now(counted, w, at) &&
+                (std::atomic_thread_fence(std::memory_order_acquire),
+                 m_window.load(std::memory_order_relaxed) == w &&
+                     e.episode.load(std::memory_order_relaxed) == episode)) {
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 // Only forward: a lane behind the router must not take back a later window's.
@@ -1696,19 +1707,24 @@ private:
                         plan_now(e, w, counted, at.fraction());
                     }
                 }
-                // The count and the hot window read since the check may be another key's, the
-                // slot having changed hands: the episode is checked again (see above). And the
-                // lane's first event of the episode goes where its unstamped events went, though
-                // it turned the key hot (see begin_lane_episode's call).
-                std::atomic_thread_fence(std::memory_order_acquire);
-                hot = e.episode.load(std::memory_order_relaxed) == episode &&
-                      (ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) == episode_tag;
+                hot = true;
             }
         }
         if (hot) {
             const std::uint32_t part = continue_run(ln, ss, w);
             d.partition = part != no_slot ? part : place(ln, ss, e, w, counted, d.home);
             d.salted = true;
+            // The placement read the entry (its plan, stride, home): a key hot in w keeps its
+            // slot through w + 1, but a router that moved two windows on (event times may jump)
+            // may have given it to another key since the check, whose state was read then. The
+            // episode is checked again: if it changed, the event goes home, stamped (until
+            // 0.2.11 it went to the other key's partitions, and this lane's next event of the
+            // key, home and unstamped, could be delivered first).
+            std::atomic_thread_fence(std::memory_order_acquire);
+            if (__builtin_expect(e.episode.load(std::memory_order_relaxed) != episode, 0)) {
+                d.partition = unplaced(d.home, key);
+                d.salted = false;
+            }
         } else {
             d.partition = unplaced(d.home, key);
         }
@@ -1736,33 +1752,22 @@ private:
                                                       std::memory_order_relaxed))
                     break;
             }
-            // Another thread of the lane may have begun the episode since this one looked, or
-            // taken the one-event run: the number decides. The lane's sequence 0 goes where
-            // the key's unstamped events go (see the episode check).
-            if (seq == 0) d.partition = unplaced(d.home, key);
         }
-        // The slot may have been handed to another key since the check (a candidate's, not a
-        // hot key's): the event goes home, and the stamp (this key's episode and number) orders
-        // it there. (Until 0.2.6 such an event went home unstamped, after taking a number: the
-        // episode's number on the lane then had a gap.)
+        // The lane's sequence 0 of the episode goes where the key's unstamped events go, after
+        // the lane's earlier events of the key there (the resequencer's contract), even when
+        // the key is hot (another lane made it so, or this event did), or that partition is
+        // down. Until 0.2.11 a lane joining a hot key placed it in a run off home, and a
+        // consumer could deliver it before those. On the shared lane, whichever thread took 0.
+        if (__builtin_expect(seq == 0, 0)) d.partition = unplaced(d.home, key);
+        // The slot may have been handed to another key since the check after the placement:
+        // the stamp (this key's episode and number) orders the event. (Until 0.2.6 such an event
+        // went home unstamped, after taking a number: the episode's number on the lane then had
+        // a gap.)
         d.stamp.producer = m_config.producer_id;
         d.stamp.lane = static_cast<std::uint16_t>(ln.index);
         d.stamp.episode = episode;
         d.stamp.sequence = seq;
         d.stamp.salted = d.salted;
-    }
-
-    /// A lane's first event of a key's episode: nothing pending, and no run or, when the key is
-    /// hot, a run of one event where the key's unstamped events go (see tracked()). Out of
-    /// line: once per lane and episode.
-    [[gnu::noinline, gnu::cold]] void begin_lane_episode(slot_state& ss, bool hot,
-                                                         std::uint32_t home, std::string_view key,
-                                                         std::int64_t w) const noexcept {
-        ss.pending.store(0, std::memory_order_relaxed);
-        ss.run_word.store(hot ? (std::uint64_t{unplaced(home, key)} << 32U) |
-                                    ((static_cast<std::uint64_t>(w) & 0xffU) << 24U) | 1U
-                              : 0,
-                          std::memory_order_relaxed);
     }
 
     /// Where a hot key's event goes while its current run lasts: the run's partition (one event
