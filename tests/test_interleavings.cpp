@@ -362,8 +362,10 @@ TEST_CASE("a lane that joins a key already hot sends its first stamped event hom
 // hot_window (hot), its plan (placement); until 0.2.11 it went to one of the new key's
 // partitions, stamped. The candidate, evicted, sends its next events home unstamped, and
 // nothing at home waited for the stamped event on the other partition: a cold key split, and
-// the lane's events of it delivered out of order, flagged in_order, with no gap report. The
-// episode is now checked again after the placement.
+// the lane's events of it delivered out of order, flagged in_order, with no gap report. Here
+// the paused event read the candidate as not hot, before the pause, and its count (the new
+// key's) passed the threshold: the episode check before a key turns hot keeps it home. (The
+// check after a hot key's placement, for a slot given away two windows on, has no test.)
 TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays home",
           "[router][interleaving]") {
     keyroute::salting_config config;

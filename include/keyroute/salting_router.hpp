@@ -1478,6 +1478,10 @@ private:
             // the one before, so tracked() can tell an A -> B -> A change of the slot from
             // "still A" (it checks that the episode it read is still there after the fingerprint).
             e.episode.store(0, std::memory_order_relaxed);
+            // Every write below is ordered after the zero: a lane that reads one of them (the
+            // new key's count, stride or home, or these resets) and then, after an acquire
+            // fence, the episode, reads 0 or the new one, never the previous key's (tracked()).
+            std::atomic_thread_fence(std::memory_order_release);
             // Before the new episode is published: a lane whose episode check passes reads
             // them as the new key's, never as the slot's previous key's.
             e.plan_window.store(detail::no_window, std::memory_order_relaxed);
@@ -1695,19 +1699,30 @@ private:
                 std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 // Only forward: a lane behind the router must not take back a later window's.
+                const std::int64_t before = seen;
                 if (seen < w &&
                     e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
-                    e.hot_at.store(
-                        tag24(static_cast<std::uint64_t>(w)) |
-                            std::min<std::uint64_t>(counted + estimated_before(e, w), seq_mask),
-                        std::memory_order_relaxed);
-                    if (e.plan_window.load(std::memory_order_acquire) == w) {
-                        reserve_plan(e, w);
+                    std::atomic_thread_fence(std::memory_order_acquire);
+                    if (e.episode.load(std::memory_order_relaxed) != episode) {
+                        // The slot changed hands between the check and the turning: the new
+                        // key is not hot on this key's count. The turning is taken back, unless
+                        // another lane moved the hot window since.
+                        std::int64_t turned = w;
+                        e.hot_window.compare_exchange_strong(turned, before,
+                                                             std::memory_order_relaxed);
                     } else {
-                        plan_now(e, w, counted, at.fraction());
+                        e.hot_at.store(
+                            tag24(static_cast<std::uint64_t>(w)) |
+                                std::min<std::uint64_t>(counted + estimated_before(e, w), seq_mask),
+                            std::memory_order_relaxed);
+                        if (e.plan_window.load(std::memory_order_acquire) == w) {
+                            reserve_plan(e, w);
+                        } else {
+                            plan_now(e, w, counted, at.fraction());
+                        }
                     }
                 }
-                hot = true;
+                hot = e.episode.load(std::memory_order_relaxed) == episode;
             }
         }
         if (hot) {
