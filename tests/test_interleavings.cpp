@@ -52,8 +52,10 @@ inline void resume_to(const char* next) {
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -62,6 +64,78 @@ using clock_type = std::chrono::system_clock;
 
 auto at_window(std::int64_t w) -> clock_type::time_point {
     return clock_type::time_point{std::chrono::minutes(w) + std::chrono::seconds(1)};
+}
+
+// A thread running `body`, which arms it (interleave::armed = true) before the call that is to
+// pause at `point`. finish(), or the destructor when a REQUIRE fails, lets it go on to the end
+// and joins it.
+class paused_thread {
+public:
+    template <class Body>
+    paused_thread(const char* point, Body&& body) {
+        interleave::target.store(point);
+        m_thread = std::thread(std::forward<Body>(body));
+    }
+    paused_thread(const paused_thread&) = delete;
+    auto operator=(const paused_thread&) -> paused_thread& = delete;
+    ~paused_thread() { finish(); }
+
+    // Whether it paused there (false after 10 s: a route path that no longer passes the point).
+    [[nodiscard]] auto paused() const -> bool {
+        return m_thread.joinable() && interleave::wait_paused();
+    }
+
+    void finish() {
+        if (!m_thread.joinable()) return;
+        interleave::resume_to(nullptr);
+        m_thread.join();
+        interleave::stage.store(0);
+    }
+
+private:
+    std::thread m_thread;
+};
+
+// Routes `key` in window w on a thread of its own (another lane than this thread's) until the
+// key is salted; whether it was within 100 events.
+auto salt_on_another_thread(keyroute::salting_router<>& router, std::string_view key,
+                            std::int64_t w) -> bool {
+    bool hot = false;
+    std::thread other([&] {
+        for (int i = 0; i < 100 && !hot; ++i) hot = router.decide(key, at_window(w)).salted;
+    });
+    other.join();
+    return hot;
+}
+
+// One routed event of a key, numbered in routing order.
+struct routed {
+    int id;
+    keyroute::route_decision d;
+};
+
+// What a consumer's resequencer delivers of one key's events, reading the key's home partition
+// first or last, and the gaps it reports.
+struct delivered {
+    std::vector<int> ids;
+    std::size_t gaps = 0;
+};
+auto deliver(std::string_view key, std::initializer_list<routed> events, bool home_first)
+    -> delivered {
+    delivered out;
+    keyroute::resequencer<int> consumer(
+        keyroute::resequencer_config{},
+        [&out](keyroute::delivery<int>&& d) { out.ids.push_back(d.event); },
+        [&out](const keyroute::gap_report&) { ++out.gaps; });
+    for (const bool home_pass : {home_first, !home_first}) {
+        for (const auto& r : events) {
+            if ((r.d.partition == r.d.home) != home_pass) continue;
+            (void)consumer.push(key, r.d.stamp, r.id, keyroute::origin{r.d.partition, -1},
+                                std::chrono::milliseconds(0));
+        }
+    }
+    consumer.flush();
+    return out;
 }
 
 }  // namespace
@@ -87,17 +161,12 @@ TEST_CASE("a lane left behind by a new window does not admit again a key admitte
     // (each sketch update then weighs 2: one event of a key reaches the admission level).
     (void)router.route("warm-up-b", at_window(w));
     keyroute::route_decision late{};
-    interleave::target.store("decide_in");
-    std::thread lane_a([&] {
+    paused_thread lane_a("decide_in", [&] {
         (void)router.route("warm-up-a", at_window(w));
         interleave::armed = true;
         late = router.decide(key, at_window(w));  // pauses in decide_in, window w known
     });
-    if (!interleave::wait_paused()) {
-        interleave::resume_to(nullptr);
-        lane_a.join();
-        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"decide_in\")");
-    }
+    REQUIRE(lane_a.paused());  // at KEYROUTE_INTERLEAVING_POINT("decide_in")
 
     // Meanwhile: the router moves to w + 1, where the key is admitted and turns hot.
     keyroute::route_decision d{};
@@ -107,9 +176,7 @@ TEST_CASE("a lane left behind by a new window does not admit again a key admitte
     const std::uint64_t episode = d.stamp.episode;
     const std::uint64_t sequence = d.stamp.sequence;
 
-    interleave::resume_to(nullptr);
-    lane_a.join();
-    interleave::stage.store(0);
+    lane_a.finish();
 
     // The late event counted as the tracked key's: stamped with the same episode.
     CHECK(late.stamp);
@@ -152,16 +219,11 @@ TEST_CASE(
     REQUIRE(first_a != 0);
 
     keyroute::route_decision paused{};
-    interleave::target.store("tracked");
-    std::thread lane_b([&] {
+    paused_thread lane_b("tracked", [&] {
         interleave::armed = true;
         paused = router.decide("key-a", at_window(w));  // finds key-a's slot, live in w
     });
-    if (!interleave::wait_paused()) {
-        interleave::resume_to(nullptr);
-        lane_b.join();
-        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"tracked\")");
-    }
+    REQUIRE(lane_b.paused());  // at KEYROUTE_INTERLEAVING_POINT("tracked")
     // key-a is stale two windows later: key-b takes its slot, the first of the group.
     const std::uint64_t b = track("key-b", w + 2);
     REQUIRE(b != 0);
@@ -173,9 +235,7 @@ TEST_CASE(
     const std::uint64_t second_a = track("key-a", w + 4);
     REQUIRE(second_a != 0);
     REQUIRE(second_a != first_a);
-    interleave::resume_to(nullptr);
-    lane_b.join();
-    interleave::stage.store(0);
+    lane_b.finish();
 
     // The fingerprint is key-a's again, but the episode read is not the slot's any more.
     CHECK(paused.stamp.episode != b);
@@ -211,22 +271,15 @@ TEST_CASE("a torn read of the shared lane's sketch slice stays in the sketch",
         // give it the second half of each row (the overflow lane's index, 1, is odd).
         (void)router.route("lane-0", at_window(both));
         keyroute::route_decision read{};
-        interleave::target.store("sketch_slice");
-        std::thread reader([&] {
+        paused_thread reader("sketch_slice", [&] {
             interleave::armed = true;
             read = router.decide(key, at_window(both));  // pauses between base and mask
         });
-        if (!interleave::wait_paused()) {
-            interleave::resume_to(nullptr);
-            reader.join();
-            FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"sketch_slice\")");
-        }
+        REQUIRE(reader.paused());  // at KEYROUTE_INTERLEAVING_POINT("sketch_slice")
         // The next window, where only the shared lane routes: its slice is the whole row.
         std::thread writer([&] { (void)router.route("writer", at_window(both + 1)); });
         writer.join();
-        interleave::resume_to(nullptr);
-        reader.join();
-        interleave::stage.store(0);
+        reader.finish();
         CHECK_FALSE(read.salted);
         CHECK(read.partition == read.home);
     }
@@ -254,22 +307,15 @@ TEST_CASE("a torn read of the shared lane's window bounds is not an overflow",
     (void)router.route("lane-0", first);  // the router's window: the first one
 
     keyroute::route_decision read{};
-    interleave::target.store("window_bounds");
-    std::thread reader([&] {
+    paused_thread reader("window_bounds", [&] {
         interleave::armed = true;
         read = router.decide("reader", first);  // the lane's levels: pauses after the lower bound
     });
-    if (!interleave::wait_paused()) {
-        interleave::resume_to(nullptr);
-        reader.join();
-        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"window_bounds\")");
-    }
+    REQUIRE(reader.paused());  // at KEYROUTE_INTERLEAVING_POINT("window_bounds")
     constexpr std::int64_t today = 29000400;
     std::thread writer([&] { (void)router.route("writer", at_window(today)); });
     writer.join();
-    interleave::resume_to(nullptr);
-    reader.join();
-    interleave::stage.store(0);
+    reader.finish();
     CHECK_FALSE(read.salted);
     CHECK(read.partition == read.home);
     // The router goes on in today's window, on both lanes (the shared lane's levels, left on
@@ -310,12 +356,7 @@ TEST_CASE("a lane that joins a key already hot sends its first stamped event hom
 
     // The shared lane: admits the key (weight 2: two lanes active) and makes it hot (17 events
     // since admission). Its plan (plan_now) has 8 pieces, home first.
-    bool hot = false;
-    std::thread other([&] {
-        for (int i = 0; i < 100 && !hot; ++i) hot = router.decide(key, at_window(w)).salted;
-    });
-    other.join();
-    REQUIRE(hot);
+    REQUIRE(salt_on_another_thread(router, key, w));
 
     // Lane 0 again: its first event of the episode. It is tracked, the key is hot in w, the lane
     // has no run: place() picks the least loaded of the plan's pieces by lane 0's own loads,
@@ -332,28 +373,9 @@ TEST_CASE("a lane that joins a key already hot sends its first stamped event hom
     CHECK(second.salted);
 
     // What a consumer makes of it, reading the run's partition before home.
-    std::vector<int> delivered;
-    keyroute::resequencer<int> consumer(
-        keyroute::resequencer_config{},
-        [&delivered](keyroute::delivery<int>&& d) { delivered.push_back(d.event); },
-        [](const keyroute::gap_report&) {});
-    // Read order: partitions other than home first, then home; events numbered in routing order.
-    struct routed {
-        int id;
-        keyroute::route_decision d;
-    };
-    const routed lane0[] = {{1, cold}, {2, first}};
-    for (int pass = 0; pass < 2; ++pass) {
-        for (const auto& r : lane0) {
-            const bool at_home = r.d.partition == r.d.home;
-            if (at_home != (pass == 1)) continue;
-            (void)consumer.push(key, r.d.stamp, r.id, keyroute::origin{r.d.partition, -1},
-                                std::chrono::milliseconds(0));
-        }
-    }
-    consumer.flush();
+    const auto got = deliver(key, {{1, cold}, {2, first}}, false);
     const std::vector<int> routing_order{1, 2};
-    CHECK(delivered == routing_order);  // until 0.2.11: {2, 1}
+    CHECK(got.ids == routing_order);  // until 0.2.11: {2, 1}
 }
 
 // 0.2.11's fix 2 (found by a review). A candidate (tracked, never hot) may give its slot to a
@@ -364,7 +386,7 @@ TEST_CASE("a lane that joins a key already hot sends its first stamped event hom
 // nothing at home waited for the stamped event on the other partition: a cold key split, and
 // the lane's events of it delivered out of order, flagged in_order, with no gap report. Here
 // the paused event read the candidate as not hot, before the pause, and its count (the new
-// key's) passed the threshold: the episode check before a key turns hot keeps it home. (The
+// key's) passed the threshold: the episode check when a key turns hot keeps it home. (The
 // check after a hot key's placement, for a slot given away two windows on, has no test.)
 TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays home",
           "[router][interleaving]") {
@@ -392,19 +414,14 @@ TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays 
     keyroute::route_decision before{};
     keyroute::route_decision paused{};
     keyroute::route_decision after{};
-    interleave::target.store("tracked_checked");
-    std::thread shared([&] {
+    paused_thread shared("tracked_checked", [&] {
         before = router.decide(victim, at_window(w));  // the shared lane's sequence 0, home
         interleave::armed = true;
         paused = router.decide(victim, at_window(w));  // pauses: episode checked, no number
         interleave::armed = false;
         after = router.decide(victim, at_window(w));  // the candidate is gone: home
     });
-    if (!interleave::wait_paused()) {
-        interleave::resume_to(nullptr);
-        shared.join();
-        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"tracked_checked\")");
-    }
+    REQUIRE(shared.paused());  // at KEYROUTE_INTERLEAVING_POINT("tracked_checked")
     // Meanwhile lane 0: "usurper" reaches an estimate of 17, takes slot 0 from cand-0 (never
     // spread, 2 * 8 < 17), and turns hot 17 events later, with a plan (plan_now) of partitions
     // that had room: not cand-0's home, which had 9 of the window's ~98 events.
@@ -413,9 +430,7 @@ TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays 
     bool victim_tracked = false;
     const auto snapshot = router.stats();
     for (const auto& k : snapshot.hot_keys) victim_tracked = victim_tracked || k.key == victim;
-    interleave::resume_to(nullptr);
-    shared.join();
-    interleave::stage.store(0);
+    shared.finish();
     REQUIRE(hot);
     REQUIRE_FALSE(victim_tracked);  // the usurper took cand-0's slot (else: try another seed)
 
@@ -429,29 +444,10 @@ TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays 
     CHECK(after.partition == after.home);
 
     // A consumer that reads home before the other partition: 1 and 3 from home, then 2.
-    std::vector<int> delivered;
-    std::vector<keyroute::gap_report> gaps;
-    keyroute::resequencer<int> consumer(
-        keyroute::resequencer_config{},
-        [&delivered](keyroute::delivery<int>&& d) { delivered.push_back(d.event); },
-        [&gaps](const keyroute::gap_report& g) { gaps.push_back(g); });
-    struct routed {
-        int id;
-        keyroute::route_decision d;
-    };
-    const routed lane1[] = {{1, before}, {2, paused}, {3, after}};
-    for (int pass = 0; pass < 2; ++pass) {
-        for (const auto& r : lane1) {
-            const bool at_home = r.d.partition == r.d.home;
-            if (at_home != (pass == 0)) continue;
-            (void)consumer.push(victim, r.d.stamp, r.id, keyroute::origin{r.d.partition, -1},
-                                std::chrono::milliseconds(0));
-        }
-    }
-    consumer.flush();
-    CHECK(gaps.empty());
+    const auto got = deliver(victim, {{1, before}, {2, paused}, {3, after}}, true);
+    CHECK(got.gaps == 0);
     const std::vector<int> routing_order{1, 2, 3};
-    CHECK(delivered == routing_order);  // until 0.2.11: {1, 3, 2}, all in_order
+    CHECK(got.ids == routing_order);  // until 0.2.11: {1, 3, 2}, all in_order
 }
 
 // 0.2.11's fix 3 (found by a review; the pause point "window_bounds", in position_in, is reached
@@ -501,8 +497,7 @@ TEST_CASE("a lane whose levels are refreshed after the router left their window 
 
     keyroute::route_decision first{};
     keyroute::route_decision paused{};
-    interleave::target.store("window_bounds");
-    std::thread shared([&] {
+    paused_thread shared("window_bounds", [&] {
         // The shared lane's levels: refreshed at its first event (threshold ~110), due again at
         // its 257th.
         for (const auto& p : pads) (void)router.route(p, at_window(w));
@@ -510,17 +505,11 @@ TEST_CASE("a lane whose levels are refreshed after the router left their window 
         interleave::armed = true;
         paused = router.decide(key, at_window(w));  // 257th: pauses in the levels' refresh for w
     });
-    if (!interleave::wait_paused()) {
-        interleave::resume_to(nullptr);
-        shared.join();
-        FAIL("the route path never reached KEYROUTE_INTERLEAVING_POINT(\"window_bounds\")");
-    }
+    REQUIRE(shared.paused());  // at KEYROUTE_INTERLEAVING_POINT("window_bounds")
     // Lane 0 opens w + 1 (the rollover records w's ~8350 events as w + 1's previous window) and
     // leaves w: window_total(w) is now the shared lane's 256 events, previous_total(w) is 0.
     (void)router.route("mover", at_window(w + 1));
-    interleave::resume_to(nullptr);
-    shared.join();
-    interleave::stage.store(0);
+    shared.finish();
 
     REQUIRE(first.stamp);
     REQUIRE_FALSE(first.salted);
@@ -589,12 +578,7 @@ TEST_CASE("a lane's first event of an episode goes home though home is down",
     REQUIRE_FALSE(cold.stamp);
     REQUIRE(cold.partition == cold.home);
     router.set_available(cold.home, false);
-    bool hot = false;
-    std::thread other([&] {
-        for (int i = 0; i < 100 && !hot; ++i) hot = router.decide(key, at_window(w)).salted;
-    });
-    other.join();
-    REQUIRE(hot);
+    REQUIRE(salt_on_another_thread(router, key, w));
     const auto first = router.decide(key, at_window(w));
     REQUIRE(first.stamp);
     CHECK(first.stamp.sequence == 0);

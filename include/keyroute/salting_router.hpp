@@ -1686,43 +1686,38 @@ private:
             // the move) sums the window's events without the lanes that moved on, so its
             // levels refreshed then (automatic mode) put the threshold as low as min_threshold,
             // and until 0.2.11 such an event could split a cold candidate.
-            // And only for this key: the count and the window's totals read since the episode
-            // check may be another key's, the slot having changed hands (until 0.2.11 this
-            // event could then turn the other key hot, on both keys' counts); the episode is
-            // checked again after them (the fence orders the reads before it).
             if ((counted > lv.threshold.load(std::memory_order_relaxed) ||
                  confirmed_early(counted, lv)) &&
                 hot_now(counted, w, at) &&
                 (std::atomic_thread_fence(std::memory_order_acquire),
-                 m_window.load(std::memory_order_relaxed) == w &&
-                     e.episode.load(std::memory_order_relaxed) == episode)) {
-                std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
+                 m_window.load(std::memory_order_relaxed) == w)) {
                 // One thread turns the key hot; without a plan from the rollover, it makes one.
                 // Only forward: a lane behind the router must not take back a later window's.
+                std::int64_t seen = e.hot_window.load(std::memory_order_relaxed);
                 const std::int64_t before = seen;
-                if (seen < w &&
-                    e.hot_window.compare_exchange_strong(seen, w, std::memory_order_acq_rel)) {
-                    std::atomic_thread_fence(std::memory_order_acquire);
-                    if (e.episode.load(std::memory_order_relaxed) != episode) {
-                        // The slot changed hands between the check and the turning: the new
-                        // key is not hot on this key's count. The turning is taken back, unless
-                        // another lane moved the hot window since.
-                        std::int64_t turned = w;
-                        e.hot_window.compare_exchange_strong(turned, before,
-                                                             std::memory_order_relaxed);
+                const bool turned = seen < w && e.hot_window.compare_exchange_strong(
+                                                    seen, w, std::memory_order_acq_rel);
+                // The count read since the episode check may be another key's, the slot having
+                // changed hands (until 0.2.11 this event could then turn that key hot on both
+                // keys' counts, and plan it): the episode is checked again, after the fence
+                // (admit() orders every write of a hand-over after zeroing it). If it changed,
+                // the turning is taken back, unless another lane moved the hot window since.
+                std::atomic_thread_fence(std::memory_order_acquire);
+                hot = e.episode.load(std::memory_order_relaxed) == episode;
+                if (turned && !hot) {
+                    seen = w;
+                    e.hot_window.compare_exchange_strong(seen, before, std::memory_order_relaxed);
+                } else if (turned) {
+                    e.hot_at.store(
+                        tag24(static_cast<std::uint64_t>(w)) |
+                            std::min<std::uint64_t>(counted + estimated_before(e, w), seq_mask),
+                        std::memory_order_relaxed);
+                    if (e.plan_window.load(std::memory_order_acquire) == w) {
+                        reserve_plan(e, w);
                     } else {
-                        e.hot_at.store(
-                            tag24(static_cast<std::uint64_t>(w)) |
-                                std::min<std::uint64_t>(counted + estimated_before(e, w), seq_mask),
-                            std::memory_order_relaxed);
-                        if (e.plan_window.load(std::memory_order_acquire) == w) {
-                            reserve_plan(e, w);
-                        } else {
-                            plan_now(e, w, counted, at.fraction());
-                        }
+                        plan_now(e, w, counted, at.fraction());
                     }
                 }
-                hot = e.episode.load(std::memory_order_relaxed) == episode;
             }
         }
         if (hot) {

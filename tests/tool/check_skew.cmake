@@ -18,6 +18,14 @@ function(expect text regex what)
   endif()
 endfunction()
 
+# expect_input_error(<file name> <content> <stderr regex> args...): writes the file in WORK,
+# runs skew on it with the arguments, expects exit status 1 and the regex on stderr.
+function(expect_input_error name content regex)
+  file(WRITE ${WORK}/${name} "${content}")
+  run(1 ${WORK}/${name} ${ARGN})
+  expect("${ERR}" "${regex}" "stderr")
+endfunction()
+
 function(expect_json json expected)
   string(JSON value GET "${json}" ${ARGN})
   if(NOT "${value}" STREQUAL "${expected}")
@@ -166,26 +174,21 @@ elseif(CASE STREQUAL "csv_errors")
   # A malformed quoted field is an error naming its line (0.2.9 read "x"junk as x and took an
   # unclosed quote's whole line), in the wanted column or one before it; a quote inside an
   # unquoted field is an ordinary character; a line with fewer fields is skipped.
-  file(WRITE ${WORK}/junk.csv "1,ok\n2,\"x\"junk,3\n")
-  run(1 ${WORK}/junk.csv --csv-column 2)
-  expect("${ERR}" "skew: line 2 of .*junk.csv, CSV column 2: text after a quoted field's closing quote" "stderr")
-  file(WRITE ${WORK}/before.csv "\"a\"b,x\n")
-  run(1 ${WORK}/before.csv --csv-column 2)
-  expect("${ERR}" "line 1 of .*: text after a quoted field's closing quote" "stderr")
-  file(WRITE ${WORK}/open.csv "1,ok\n2,ok\n3,\"unclosed,4\n")
-  run(1 ${WORK}/open.csv --csv-column 2)
-  expect("${ERR}" "line 3 of .*: a quoted field has no closing quote" "stderr")
+  expect_input_error(junk.csv "1,ok\n2,\"x\"junk,3\n"
+    "skew: line 2 of .*junk.csv, CSV column 2: text after a quoted field's closing quote"
+    --csv-column 2)
+  expect_input_error(before.csv "\"a\"b,x\n"
+    "line 1 of .*: text after a quoted field's closing quote" --csv-column 2)
+  expect_input_error(open.csv "1,ok\n2,ok\n3,\"unclosed,4\n"
+    "line 3 of .*: a quoted field has no closing quote" --csv-column 2)
   # After the wanted column too, and in the header (until 0.2.11 unchecked: a field spanning
   # lines there made its next line a record, "more" a key here).
-  file(WRITE ${WORK}/after.csv "1,ok,\"two\nmore,lines\"\n")
-  run(1 ${WORK}/after.csv --csv-column 2)
-  expect("${ERR}" "line 1 of .*: a quoted field has no closing quote" "stderr")
-  file(WRITE ${WORK}/after2.csv "1,ok,x\n2,ok,\"y\"z\n")
-  run(1 ${WORK}/after2.csv --csv-column 1)
-  expect("${ERR}" "line 2 of .*: text after a quoted field's closing quote" "stderr")
-  file(WRITE ${WORK}/header.csv "id,\"name\nof key\"\n1,a\n")
-  run(1 ${WORK}/header.csv --csv-column 2 --header)
-  expect("${ERR}" "line 1 of .*: a quoted field has no closing quote" "stderr")
+  expect_input_error(after.csv "1,ok,\"two\nmore,lines\"\n"
+    "line 1 of .*: a quoted field has no closing quote" --csv-column 2)
+  expect_input_error(after2.csv "1,ok,x\n2,ok,\"y\"z\n"
+    "line 2 of .*: text after a quoted field's closing quote" --csv-column 1)
+  expect_input_error(header.csv "id,\"name\nof key\"\n1,a\n"
+    "line 1 of .*: a quoted field has no closing quote" --csv-column 2 --header)
   file(WRITE ${WORK}/fine.csv "1,a\"b\n2,a\"b\n3,\"\"\n4,\"q\"\n\"only\"\n")
   run(0 ${WORK}/fine.csv --csv-column 2 --json)
   expect_json("${OUT}" 3 input events)
