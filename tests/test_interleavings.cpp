@@ -52,7 +52,7 @@ inline void resume_to(const char* next) {
 
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -120,7 +120,7 @@ struct delivered {
     std::vector<int> ids;
     std::size_t gaps = 0;
 };
-auto deliver(std::string_view key, std::initializer_list<routed> events, bool home_first)
+auto deliver(std::string_view key, const std::vector<routed>& events, bool home_first)
     -> delivered {
     delivered out;
     keyroute::resequencer<int> consumer(
@@ -586,4 +586,139 @@ TEST_CASE("a lane's first event of an episode goes home though home is down",
     const auto second = router.decide(key, at_window(w));
     CHECK(second.stamp.sequence == 1);
     CHECK(second.partition != second.home);  // the key's runs avoid the partition that is down
+}
+
+// 0.2.11's take-back (85ae62d, untested until 0.2.12). An event of a candidate paused after its
+// episode check while its slot goes to another key reads that key's count: the new key's 16
+// flushed events (not above the threshold of 16) plus the event's own 2 pending make 18, and the
+// event turns the slot hot. Its episode check after the turning sees the hand-over and takes the
+// turning back: without it the new key was left hot, and planned, on a count not its own.
+// Also 0.2.12's fix to the stats: the candidate's pending event on the shared lane counted as the
+// new key's (hot_key_info::events).
+TEST_CASE("an event that turns a slot hot after the slot changed hands takes the turning back",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 64;
+    config.threshold = 16;    // admission at an estimate of 8, hot above 16 events since admission
+    config.max_hot_keys = 1;  // 8 slots, one probe group
+    config.lanes = 1;         // this thread: lane 0; the other thread: the shared overflow lane
+    config.seed = 21;
+    config.producer_id = 16;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29001000;
+    const std::string victim = "cand-0";
+    const auto tracked = [&router](std::string_view key) -> std::optional<keyroute::hot_key_info> {
+        for (auto& k : router.stats().hot_keys) {
+            if (k.key == key) return std::move(k);
+        }
+        return std::nullopt;
+    };
+
+    // As in "an event of a candidate whose slot goes to a hot key meanwhile stays home": lane 0
+    // fills the 8 slots with candidates, "cand-0" in slot 0.
+    for (int k = 0; k < 8; ++k) {
+        const std::string key = "cand-" + std::to_string(k);
+        for (int i = 0; i < 8; ++i) (void)router.decide(key, at_window(w));
+    }
+
+    keyroute::route_decision before{};
+    keyroute::route_decision paused{};
+    paused_thread shared("tracked_checked", [&] {
+        before = router.decide(victim, at_window(w));  // the shared lane's sequence 0, home
+        interleave::armed = true;
+        paused = router.decide(victim, at_window(w));  // pauses: episode checked, not hot
+    });
+    REQUIRE(shared.paused());  // at KEYROUTE_INTERLEAVING_POINT("tracked_checked")
+    // Meanwhile lane 0: "usurper" takes slot 0, then routes until its lane flushes its 16
+    // events since admission (sequences 0 to 15) to the slot's count: at the threshold, not above.
+    keyroute::route_decision d{};
+    for (int i = 0; i < 100 && !(d.stamp && d.stamp.sequence == 15); ++i) {
+        d = router.decide("usurper", at_window(w));
+    }
+    REQUIRE(d.stamp.sequence == 15);
+    REQUIRE_FALSE(d.salted);
+    REQUIRE_FALSE(tracked(victim));  // the usurper took cand-0's slot
+    auto usurper = tracked("usurper");
+    REQUIRE(usurper);
+    CHECK(usurper->events == 16);  // until 0.2.12: 17, with the candidate's pending event
+    REQUIRE_FALSE(usurper->salted);
+    shared.finish();
+
+    REQUIRE(before.stamp);
+    REQUIRE(before.partition == before.home);
+    CHECK(paused.stamp.episode == before.stamp.episode);
+    CHECK(paused.stamp.sequence == 1);
+    CHECK_FALSE(paused.salted);
+    CHECK(paused.partition == paused.home);
+    usurper = tracked("usurper");
+    REQUIRE(usurper);
+    CHECK_FALSE(usurper->salted);  // without the take-back: hot, on 18 events
+    // Its own 17th event turns it hot.
+    CHECK(router.decide("usurper", at_window(w)).salted);
+    usurper = tracked("usurper");
+    REQUIRE(usurper);
+    CHECK(usurper->salted);
+}
+
+// 0.2.11's check after a hot key's placement (c9f92d2, untested until 0.2.12; the pause point
+// "hot_placed" sits between the placement and the check). A hot key's event placed in window w
+// while another thread moves the router two windows on and admits another key to the slot: the
+// hot key is no longer tracked, and its next events go home unstamped. The placed event goes
+// home too, stamped, after the lane's earlier events of the key there: had it stayed on the
+// partition it was placed on, a consumer reading home first would deliver the next event before
+// it.
+TEST_CASE("a hot key's placed event whose slot changes hands before the check goes home",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 16;
+    config.max_hot_keys = 1;  // 8 slots, one probe group: a new key takes the first reusable slot
+    config.lanes = 1;         // the other thread, first to route: lane 0; this one: the shared lane
+    config.seed = 26;
+    config.producer_id = 17;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29001100;
+    const std::string_view key = "celebrity";
+
+    std::vector<routed> events;  // the key's, numbered in routing order
+    keyroute::route_decision paused{};
+    paused_thread lane_0("hot_placed", [&] {
+        keyroute::route_decision d{};
+        for (int i = 1; i <= 100 && !d.salted; ++i) {
+            d = router.decide(key, at_window(w));
+            events.push_back({i, d});
+        }
+        interleave::armed = true;
+        paused = router.decide(key, at_window(w));  // hot: pauses, placed, not checked again
+    });
+    REQUIRE(lane_0.paused());  // at KEYROUTE_INTERLEAVING_POINT("hot_placed")
+    // This thread (the shared lane) two windows on: the key's slot is stale, "newcomer" takes it.
+    bool newcomer = false;
+    for (int i = 0; i < 32 && !newcomer; ++i)
+        newcomer = static_cast<bool>(router.decide("newcomer", at_window(w + 2)).stamp);
+    REQUIRE(newcomer);
+    bool key_tracked = false;
+    const auto snapshot = router.stats();
+    for (const auto& k : snapshot.hot_keys) key_tracked = key_tracked || k.key == key;
+    REQUIRE_FALSE(key_tracked);
+    lane_0.finish();
+    const auto after = router.decide(key, at_window(w + 2));  // untracked: home, unstamped
+
+    REQUIRE(!events.empty());
+    const auto& last = events.back().d;
+    REQUIRE(last.salted);
+    CHECK(paused.stamp.episode == last.stamp.episode);
+    CHECK(paused.stamp.sequence == last.stamp.sequence + 1);
+    CHECK_FALSE(paused.salted);              // without the check: salted
+    CHECK(paused.partition == paused.home);  // without the check: the partition it was placed on
+    CHECK_FALSE(after.stamp);
+    CHECK(after.partition == after.home);
+    const int n = static_cast<int>(events.size());
+    events.push_back({n + 1, paused});
+    events.push_back({n + 2, after});
+    std::vector<int> routing_order;
+    for (const auto& r : events) routing_order.push_back(r.id);
+    const auto got = deliver(key, events, true);
+    CHECK(got.gaps == 0);
+    CHECK(got.ids == routing_order);  // without the check: n + 2 before n + 1
 }

@@ -1531,13 +1531,18 @@ private:
         return no_slot;
     }
 
-    /// Events of slot s in window w that lanes counted and have not flushed to its entry yet.
+    /// Events of slot s in window w that lanes counted and have not flushed to its entry yet, for
+    /// the key the slot holds: a lane's pending events count only if its sequence word is in the
+    /// slot's episode (a lane resets them at its first event of a new episode). Until 0.2.12 a
+    /// lane's unflushed events of the slot's previous key, in the same window, counted as the
+    /// new key's (in stats() and in the rollover's volumes) until that lane routed the new key.
     [[nodiscard]] auto unflushed(std::uint32_t s, std::int64_t w) const noexcept -> std::uint64_t {
+        const std::uint64_t tag = tag24(m_entries[s].episode.load(std::memory_order_acquire));
         std::uint64_t sum = 0;
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
-            sum += pending_in(
-                m_slot_state[std::size_t{i} * m_slots + s].pending.load(std::memory_order_relaxed),
-                w);
+            const slot_state& ss = m_slot_state[std::size_t{i} * m_slots + s];
+            if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != tag) continue;
+            sum += pending_in(ss.pending.load(std::memory_order_relaxed), w);
         }
         return sum;
     }
@@ -1724,6 +1729,7 @@ private:
             const std::uint32_t part = continue_run(ln, ss, w);
             d.partition = part != no_slot ? part : place(ln, ss, e, w, counted, d.home);
             d.salted = true;
+            KEYROUTE_INTERLEAVING_POINT("hot_placed");  // placed, the episode not checked again
             // The placement read the entry (its plan, stride, home): a key hot in w keeps its
             // slot through w + 1, but a router that moved two windows on (event times may jump)
             // may have given it to another key since the check, whose state was read then. The
