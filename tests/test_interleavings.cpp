@@ -52,6 +52,7 @@ inline void resume_to(const char* next) {
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -590,9 +591,10 @@ TEST_CASE("a lane's first event of an episode goes home though home is down",
 
 // 0.2.11's take-back (85ae62d, untested until 0.2.12). An event of a candidate paused after its
 // episode check while its slot goes to another key reads that key's count: the new key's 16
-// flushed events (not above the threshold of 16) plus the event's own 2 pending make 18, and the
-// event turns the slot hot. Its episode check after the turning sees the hand-over and takes the
-// turning back: without it the new key was left hot, and planned, on a count not its own.
+// flushed events (not above the threshold of 16) plus the shared lane's 2 pending events of the
+// candidate (before's and its own) make 18, and the event turns the slot hot. Its episode check
+// after the turning sees the hand-over and takes the turning back: without it the new key was
+// left hot, and planned, on a count not its own.
 // Also 0.2.12's fix to the stats: the candidate's pending event on the shared lane counted as the
 // new key's (hot_key_info::events).
 TEST_CASE("an event that turns a slot hot after the slot changed hands takes the turning back",
@@ -658,6 +660,65 @@ TEST_CASE("an event that turns a slot hot after the slot changed hands takes the
     usurper = tracked("usurper");
     REQUIRE(usurper);
     CHECK(usurper->salted);
+}
+
+// 0.2.12's fix, found by a review: a late event of the shared lane, paused after its episode
+// check while its slot went to another key, which other threads of the shared lane then routed.
+// Its lane's word is in the new key's episode, later than its own: the event goes home
+// unstamped (as it did), but until 0.2.12 it first took the word's other tag for its own first
+// event of the episode and reset the lane's counts of the slot, wiping the new key's pending
+// events there (up to 255) and its run.
+TEST_CASE("a late event of the shared lane leaves the slot's new key's counts alone",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 64;
+    config.threshold = 16;
+    config.max_hot_keys = 1;  // 8 slots, one probe group
+    config.lanes = 1;         // this thread: lane 0; the other threads: the shared overflow lane
+    config.seed = 21;
+    config.producer_id = 18;
+    keyroute::salting_router<> router(config);
+    constexpr std::int64_t w = 29001200;
+    const std::string victim = "cand-0";
+    const auto events_of = [&router](std::string_view key) -> std::optional<std::uint64_t> {
+        for (const auto& k : router.stats().hot_keys) {
+            if (k.key == key) return k.events;
+        }
+        return std::nullopt;
+    };
+
+    // As in "an event that turns a slot hot after the slot changed hands takes the turning back".
+    for (int k = 0; k < 8; ++k) {
+        const std::string key = "cand-" + std::to_string(k);
+        for (int i = 0; i < 8; ++i) (void)router.decide(key, at_window(w));
+    }
+    keyroute::route_decision paused{};
+    paused_thread late("tracked_checked", [&] {
+        (void)router.decide(victim, at_window(w));  // the shared lane's sequence 0, home
+        interleave::armed = true;
+        paused = router.decide(victim, at_window(w));  // pauses: episode checked
+    });
+    REQUIRE(late.paused());  // at KEYROUTE_INTERLEAVING_POINT("tracked_checked")
+    bool admitted = false;
+    for (int i = 0; i < 100 && !admitted; ++i)
+        admitted = static_cast<bool>(router.decide("usurper", at_window(w)).stamp);
+    REQUIRE(admitted);
+    REQUIRE_FALSE(events_of(victim));              // the usurper took cand-0's slot
+    std::vector<keyroute::route_decision> shared;  // the usurper's, on the shared lane
+    std::thread other([&] {
+        for (int i = 0; i < 3; ++i) shared.push_back(router.decide("usurper", at_window(w)));
+    });
+    other.join();
+    REQUIRE(shared.back().stamp.sequence == 2);
+    const auto before = events_of("usurper");
+    REQUIRE(before);
+    late.finish();
+
+    CHECK_FALSE(paused.stamp);
+    CHECK(paused.partition == paused.home);
+    const auto after = events_of("usurper");
+    REQUIRE(after);
+    CHECK(*after == *before);  // until 0.2.12: 2 fewer (3 wiped, 1 added)
 }
 
 // 0.2.11's check after a hot key's placement (c9f92d2, untested until 0.2.12; the pause point

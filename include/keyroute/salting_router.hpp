@@ -1541,7 +1541,7 @@ private:
         std::uint64_t sum = 0;
         for (std::uint32_t i = 0; i <= m_lanes; ++i) {
             const slot_state& ss = m_slot_state[std::size_t{i} * m_slots + s];
-            if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != tag) continue;
+            if ((ss.seq_word.load(std::memory_order_acquire) & ~seq_mask) != tag) continue;
             sum += pending_in(ss.pending.load(std::memory_order_relaxed), w);
         }
         return sum;
@@ -1619,6 +1619,25 @@ private:
                    : 0U;
     }
 
+    /// A lane's first event of an episode (the slot may have held another key): the lane starts
+    /// from nothing pending and no run. False if the episode is over on the lane: on the shared
+    /// lane another thread may already count a later episode of the slot (a new key's, see the
+    /// stamp in tracked()), and the event goes home unstamped before it touches the lane's
+    /// counts. Until 0.2.12 it reset them first, wiping up to 255 of the new key's unflushed
+    /// events and its run. Out of line: inlined, tracked() cost 1 to 2 more instructions per
+    /// event on every trace (callgrind).
+    [[gnu::noinline]] static auto begin_episode(const lane& ln, slot_state& ss,
+                                                std::uint64_t lane_word,
+                                                std::uint64_t episode_tag) noexcept -> bool {
+        if (ln.shared) {
+            const std::uint64_t ahead = tag_ahead(lane_word, episode_tag);
+            if (ahead != 0 && ahead < 0x800000U) return false;
+        }
+        ss.pending.store(0, std::memory_order_relaxed);
+        ss.run_word.store(0, std::memory_order_relaxed);
+        return true;
+    }
+
     /// The decision for a tracked key: count it exactly, stamp it, and place it if it is hot.
     /// Inlined into decide(): the call's register saves and restores were about 20 of the 400
     /// instructions a hot key's event cost (callgrind, keyroute 0.2.1).
@@ -1651,11 +1670,11 @@ private:
         }
         KEYROUTE_INTERLEAVING_POINT("tracked_checked");  // the episode checked, no number taken
         const std::uint64_t episode_tag = tag24(episode);
-        if ((ss.seq_word.load(std::memory_order_relaxed) & ~seq_mask) != episode_tag) {
-            // The lane's first event of this episode (the slot may have held another key): it
-            // starts from nothing pending and no run.
-            ss.pending.store(0, std::memory_order_relaxed);
-            ss.run_word.store(0, std::memory_order_relaxed);
+        const std::uint64_t lane_word = ss.seq_word.load(std::memory_order_relaxed);
+        if (__builtin_expect((lane_word & ~seq_mask) != episode_tag, 0) &&
+            !begin_episode(ln, ss, lane_word, episode_tag)) {
+            d.partition = unplaced(d.home, key);
+            return;
         }
 
         // Exact count, flushed to the shared entry every few events so that threads sharing a
@@ -1751,7 +1770,8 @@ private:
         std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
         std::uint64_t seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
         if (!ln.shared) {
-            ss.seq_word.store(tag | ((seq + 1) & seq_mask), std::memory_order_relaxed);
+            // Release: unflushed() reads the lane's pending events after the tag (acquire).
+            ss.seq_word.store(tag | ((seq + 1) & seq_mask), std::memory_order_release);
         } else {
             // On the shared lane another thread may already count a later episode of the slot
             // (a new key's): this event's episode is then over on the lane, and restarting it
@@ -1765,6 +1785,7 @@ private:
                 }
                 seq = ahead == 0 ? old & seq_mask : 0;
                 if (ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
+                                                      std::memory_order_release,
                                                       std::memory_order_relaxed))
                     break;
             }
