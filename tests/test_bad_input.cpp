@@ -197,6 +197,24 @@ TEST_CASE("bad-input: rendezvous and maglev refuse duplicate ids and bad weights
     CHECK_THROWS_WITH(rv({1, 2}, {1e-300, 1e300}), keyroute_test::contains("factor of 2^960"));
 }
 
+// The router indexes its per-partition state by the base's partition (0.2.12: a base over ids
+// {0, 5, 9} was accepted, and its keys on 5 and 9 were counted past the lanes' loads; under
+// AddressSanitizer, a heap-buffer-overflow).
+TEST_CASE("bad-input: a salting router refuses a base over ids other than 0 to n - 1",
+          "[bad-input][config]") {
+    using rv = keyroute::rendezvous_partitioner<>;
+    using mg = keyroute::maglev_partitioner<>;
+    const auto config = router_config(3, 0);
+    CHECK_THROWS_WITH(keyroute::salting_router<rv>(config, rv({0, 5, 9})),
+                      keyroute_test::contains("partition id 5 is not below"));
+    CHECK_THROWS_WITH(keyroute::salting_router<mg>(config, mg({2, 3, 4})),
+                      keyroute_test::contains("partition id 3 is not below"));
+    // The same ids in any order are fine, and every key stays below the count.
+    keyroute::salting_router<rv> router(config, rv({2, 0, 1}));
+    for (int i = 0; i < 1000; ++i) CHECK(router.route("user-" + std::to_string(i)) < 3U);
+    CHECK_NOTHROW(keyroute::salting_router<mg>(config, mg({1, 2, 0})));
+}
+
 // ---- router configuration ------------------------------------------------------------------
 
 TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'",

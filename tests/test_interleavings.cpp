@@ -721,6 +721,67 @@ TEST_CASE("a late event of the shared lane leaves the slot's new key's counts al
     CHECK(*after == *before);  // until 0.2.12: 2 fewer (3 wiped, 1 added)
 }
 
+// 0.2.12's fix in admit(), found by a review: a lane whose event of a key missed it in the
+// table (untracked), paused before it counts the event in the sketch, while another lane admits
+// the key, makes it hot and routes it in runs. Resumed, its estimate reaches the admission
+// level, and until 0.2.12 admit() claimed the key's slot again (its fingerprint matched): a new
+// episode, whose first event on the other lane went home, ahead of that lane's runs of the first
+// episode (a consumer reading home first delivered it before them, in order by its stamp).
+TEST_CASE("a lane that finds a key admitted meanwhile by another lane does not admit it again",
+          "[router][interleaving]") {
+    keyroute::salting_config config;
+    config.partitions = 8;
+    config.threshold = 16;  // admission at an estimate of 8, hot above 16 events since admission
+    config.lanes = 2;       // this thread and the other: a private lane each
+    config.seed = 27;
+    config.producer_id = 19;
+    constexpr std::int64_t w = 29001300;
+    const std::string_view key = "tenant-9";
+
+    // How many of the key's events the other lane routes, alone, until one is admitted: the
+    // first to reach the admission level in that lane's sketch slice (each lane counts its own
+    // events while two route in the window).
+    int n = 0;
+    {
+        keyroute::salting_router<> alone(config);
+        (void)alone.route("warm-up", at_window(w));  // this thread takes its lane first
+        std::thread probe([&] {
+            bool admitted = false;
+            while (n < 100 && !admitted) {
+                ++n;
+                admitted = static_cast<bool>(alone.decide(key, at_window(w)).stamp);
+            }
+        });
+        probe.join();
+    }
+    REQUIRE(n > 1);
+    REQUIRE(n < 100);
+
+    keyroute::salting_router<> router(config);
+    (void)router.route("warm-up", at_window(w));
+    keyroute::route_decision paused{};
+    paused_thread other("sketch_slice", [&] {
+        for (int i = 1; i < n; ++i) (void)router.decide(key, at_window(w));  // unstamped
+        interleave::armed = true;
+        paused = router.decide(key, at_window(w));  // untracked: pauses in sketch_add
+    });
+    REQUIRE(other.paused());                     // at KEYROUTE_INTERLEAVING_POINT("sketch_slice")
+    std::vector<keyroute::route_decision> mine;  // this lane's events of the key
+    for (int i = 0; i < 100 && (mine.empty() || !mine.back().salted); ++i)
+        mine.push_back(router.decide(key, at_window(w)));
+    REQUIRE(mine.back().salted);
+    mine.push_back(router.decide(key, at_window(w)));  // one more, in a run
+    const auto& hot = mine.back();
+    REQUIRE(hot.stamp);
+    other.finish();
+    const auto next = router.decide(key, at_window(w));
+
+    CHECK(paused.stamp.episode == hot.stamp.episode);  // until 0.2.12: a new episode
+    CHECK(next.stamp.episode == hot.stamp.episode);
+    CHECK(next.stamp.sequence == hot.stamp.sequence + 1);  // until 0.2.12: 0, sent home
+    CHECK(next.salted);
+}
+
 // 0.2.11's check after a hot key's placement (c9f92d2, untested until 0.2.12; the pause point
 // "hot_placed" sits between the placement and the check). A hot key's event placed in window w
 // while another thread moves the router two windows on and admits another key to the slot: the

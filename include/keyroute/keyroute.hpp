@@ -2,8 +2,9 @@
 
 /// @file
 /// keyroute: decide an event's partition before the producer publishes it.
-/// This umbrella header includes every core header; the Kafka adapter
-/// (<keyroute/kafka/rdkafka.hpp>) is separate because it needs librdkafka.
+/// This umbrella header includes every core header but quality.hpp (hash quality reports) and
+/// bench.hpp (which needs Google Benchmark); the Kafka adapter (<keyroute/kafka/rdkafka.hpp>)
+/// is separate because it needs librdkafka.
 
 #include "hash.hpp"
 #include "jump.hpp"

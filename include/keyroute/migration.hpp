@@ -157,11 +157,6 @@ constexpr auto splitmix64(std::uint64_t& state) noexcept -> std::uint64_t {
     return z ^ (z >> 31U);
 }
 
-template <class P, class = void>
-struct has_ids : std::false_type {};
-template <class P>
-struct has_ids<P, std::void_t<decltype(std::declval<const P&>().ids())>> : std::true_type {};
-
 /// Enumerates a partitioner's ids: `ids()` where it has one, else 0..partitions()-1 when there
 /// are at most `limit`. Returns false when it does not enumerate.
 template <class P, class Fn>

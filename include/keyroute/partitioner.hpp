@@ -150,16 +150,17 @@ public:
     using hash_partitioner::hash_partitioner;
 };
 
-/// Pulsar's JavaStringHash routing: `signSafeMod(String.hashCode(key) & 0x7fffffff, n)`, as the
-/// Java client computes it (see keyroute::java_string_hash for non-ASCII keys). n in [1, 2^31-1].
-/// Compatibility contract.
+/// Pulsar's JavaStringHash routing (the Java client's default `hashingScheme`):
+/// `signSafeMod(String.hashCode(key) & 0x7fffffff, n)`, as the Java client computes it (see
+/// keyroute::java_string_hash for non-ASCII keys). n in [1, 2^31-1]. Compatibility contract.
 class pulsar_java_string_partitioner final
     : public hash_partitioner<detail::positive31<java_string_hash>> {
 public:
     using hash_partitioner::hash_partitioner;
 };
 
-/// Pulsar's Murmur3_32Hash routing (the default of its Java and C++ clients):
+/// Pulsar's Murmur3_32Hash routing (opt-in in its Java and C++ clients, whose defaults are
+/// JavaStringHash and BoostHash):
 /// `signSafeMod(murmur3_32(key, seed 0) & 0x7fffffff, n)`. n in [1, 2^31-1].
 /// Compatibility contract.
 class pulsar_murmur3_partitioner final : public hash_partitioner<detail::positive31<murmur3_32>> {

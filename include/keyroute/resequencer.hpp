@@ -9,8 +9,10 @@
 ///   events of the key from 0 without gaps;
 /// - an episode's first stamped events go to the key's home partition, after the key's earlier
 ///   unstamped events there; when the key cools, at least one stamped event goes home again
-///   before the lane's next unstamped event of the key;
-/// - unstamped events of a key go to its home partition only;
+///   before the lane's next unstamped event of the key (the salting router keeps this but for a
+///   lane that routes none of the key's events in the window it cools: see its file comment);
+/// - unstamped events of a key go to its home partition only (the salting router's
+///   `failover_cold_keys` breaks this while a home partition is down);
 /// - the consumer hands the resequencer each partition's events in partition order.
 ///
 /// What it guarantees (the *ordering rules*), for events pushed and not reported as duplicates:
@@ -390,6 +392,7 @@ public:
     /// @param time its time on the watermark clock (event or processing time).
     /// @pre events of one partition are pushed in partition order; after `refused`, the same
     ///      event is pushed again before any later event of its partition.
+    /// @throws std::invalid_argument if `source.offset` is 2^63 - 1 (docs/bad-input.md).
     /// Complexity: O(1) hash look-ups for an event that passes straight through; O(log n) plus
     /// the events it releases otherwise (O(h) where h is the number of events of its key held
     /// from its partition).

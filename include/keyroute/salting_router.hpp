@@ -33,7 +33,9 @@
 /// none of the key's events in that cold window sends its next one home unstamped, a whole window
 /// or more after its last stamped one in event time, which may be off home: a consumer orders the
 /// two only if it lags between partitions by less than that; with event times that jump, they
-/// may be published back to back.)
+/// may be published back to back. Two lanes that admit a key at the same instant give it two
+/// slots, two episodes at once: an event of the one that stays tracked may then overtake the
+/// other's on home. `failover_cold_keys` gives up the order it moves, see salting_config.)
 ///
 /// Threads: one router is shared by all producer threads. Each thread claims a *lane* (a private
 /// slice of the counters) on its first route; threads beyond `salting_config::lanes` share one
@@ -78,6 +80,8 @@ struct salting_config {
     std::uint64_t partitions = 0;
     /// Events per key per window above which a key is hot; 0 = automatic: `auto_fraction` of the
     /// per-partition mean of the larger of the previous window and the current one so far.
+    /// Counted exactly from the key's admission, so a key newly tracked in a window turns hot
+    /// with somewhat more events in it (about 1.5 times the threshold with an absolute one).
     std::uint64_t threshold = 0;
     /// Window length; > 0, at most a year, a whole number of the clock's ticks. Windows are
     /// aligned to the clock's epoch: window k holds the times in [k * window, (k + 1) * window).
@@ -89,7 +93,8 @@ struct salting_config {
     /// Events a hot key sends to one partition before choosing the next one (batching). In
     /// [1, 65536].
     std::uint32_t run_length = 32;
-    /// Keys tracked at once (candidates and hot keys). In [1, 4096].
+    /// Sizes the table of tracked keys (candidates and hot keys): the next power of two of at
+    /// least twice this, at least 8 slots, in probe groups of 8. In [1, 4096].
     std::uint32_t max_hot_keys = 128;
     /// Lanes: threads that route through this router without sharing counters; more threads
     /// share one overflow lane (correct, but slower). 0 = automatic: the hardware threads, at
@@ -109,6 +114,12 @@ struct salting_config {
     /// Send cold keys whose home partition is unavailable to another available partition
     /// (rendezvous hashing among the available ones, on the key's XXH3 hash with seed 0, so that
     /// every producer picks the same one); they come back when it returns.
+    /// Order: this gives up the order of those keys' unstamped events across the change (events
+    /// sent home before it went down, to the other partition while it was down, home again
+    /// after), which the resequencer cannot restore: a consumer reading home first delivers
+    /// the later ones first. The same holds for the events a tracked key sends where its
+    /// unstamped events go (its lanes' first stamped events, a cooling key's). Off, a key's
+    /// events wait for its home, held by the client.
     bool failover_cold_keys = false;
 };
 
@@ -130,12 +141,13 @@ struct hot_key_info {
 
 /// A snapshot of a salting_router's state.
 struct salting_stats {
-    std::int64_t window = 0;               ///< current window index
-    std::uint64_t threshold = 0;           ///< the hot threshold now in force
-    std::uint64_t routed = 0;              ///< events routed since construction
-    std::uint64_t salted = 0;              ///< of which placed by the hot-key logic
-    std::uint64_t stamped = 0;             ///< of which carried a stamp
-    std::uint64_t admissions_refused = 0;  ///< candidates not tracked: the table was full
+    std::int64_t window = 0;      ///< current window index
+    std::uint64_t threshold = 0;  ///< the hot threshold now in force
+    std::uint64_t routed = 0;     ///< events routed since construction
+    std::uint64_t salted = 0;     ///< of which placed by the hot-key logic
+    std::uint64_t stamped = 0;    ///< of which carried a stamp
+    std::uint64_t admissions_refused =
+        0;  ///< candidates not tracked: their probe group of 8 slots was full
     /// Untracked events that did not update the hot-key sketch because it was sampled: all but
     /// about one in `stride` (up to 4 while one thread routes, 8 while several do) once the
     /// admission level allows it (see the file comment, step 3).
@@ -199,8 +211,10 @@ constexpr auto gcd32(std::uint32_t a, std::uint32_t b) noexcept -> std::uint32_t
 
 /// A load-aware salting router. See the file comment for the algorithm.
 ///
-/// @tparam Partitioner the static scheme cold keys follow exactly (any keyroute partitioner);
-///         with kafka_partitioner, cold keys land where the Java client would put them.
+/// @tparam Partitioner the static scheme cold keys follow exactly: any partitioner whose route()
+///         returns a partition below its partitions() (every keyroute partitioner, but
+///         rendezvous and maglev over an id set other than 0 to n - 1, which the constructor
+///         refuses); with kafka_partitioner, cold keys land where the Java client would put them.
 /// @tparam Clock a std::chrono clock; route(key) reads it (cheaply, see detail::cheap_now).
 ///
 /// Thread-safety: all const and non-const members may be called from any number of threads at
@@ -225,8 +239,9 @@ public:
         : salting_router(config, make_base(config)) {}
 
     /// Builds the router around an existing base partitioner.
-    /// @throws std::invalid_argument if `base.partitions() != config.partitions` or any
-    ///         configuration value is invalid.
+    /// @throws std::invalid_argument if `base.partitions() != config.partitions`, if the base
+    ///         has an id set (`ids()`) with an id not below that count, or any configuration
+    ///         value is invalid.
     salting_router(const salting_config& config, Partitioner base)
         : m_base(std::move(base)),
           m_config(validate(config)) {
@@ -235,6 +250,20 @@ public:
                                      std::to_string(config.partitions) +
                                      ") differs from the base partitioner's (" +
                                      std::to_string(m_base.partitions()) + ")");
+        }
+        // The router indexes its per-partition state by the base's partition: a base over an
+        // explicit id set (rendezvous_partitioner, maglev_partitioner) must use ids 0 to n - 1.
+        // Until 0.2.12 one over, say, {0, 5, 9} was accepted, and its keys on 5 and 9 were
+        // counted past the lanes' loads.
+        if constexpr (detail::has_ids<Partitioner>::value) {
+            for (const std::uint32_t id : m_base.ids()) {
+                if (id >= config.partitions) {
+                    detail::invalid_argument(
+                        "the base partitioner's partition id " + std::to_string(id) +
+                        " is not below its partition count (" + std::to_string(config.partitions) +
+                        "): the salting router needs ids 0 to partitions - 1");
+                }
+            }
         }
         m_n = static_cast<std::uint32_t>(config.partitions);
         m_uid = detail::random_u64() | 1U;
@@ -1455,6 +1484,14 @@ private:
 
     auto admit(lane& ln, std::string_view key, std::uint64_t fp, std::uint32_t home, std::int64_t w,
                std::uint32_t estimate, std::uint32_t preferred) noexcept -> std::uint32_t {
+        // Another lane may have admitted the key since this lane's find() missed it (a thread
+        // paused in between): the key is tracked, its episode going on. Until 0.2.12 this lane
+        // claimed its slot again (a matching fingerprint made it reusable), and the new episode
+        // sent the other lanes' next events home as its first, ahead of their runs of the first
+        // episode. Two lanes claiming the key at the same instant still take a slot each (find()
+        // skips a slot being claimed): see the file comment.
+        if (const std::uint32_t found = find(fp); found != no_slot && live(m_entries[found], w))
+            return found;
         const std::uint32_t g = group_of(fp);
         for (std::uint32_t i = 0; i <= probe_group; ++i) {
             // The key's own stale slot first, then the group in order.

@@ -1,12 +1,15 @@
 #pragma once
 
 /// @file
-/// The few macros keyroute needs, and the one way it reports bad configuration.
+/// The few macros keyroute needs, the one way it reports bad configuration, and the trait that
+/// tells a partitioner configured over an explicit id set.
 
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 #define KEYROUTE_HAS_EXCEPTIONS 1
@@ -36,5 +39,11 @@ namespace keyroute::detail {
     std::abort();
 #endif
 }
+
+/// Whether a partitioner has an explicit id set, `ids()` (rendezvous, maglev).
+template <class P, class = void>
+struct has_ids : std::false_type {};
+template <class P>
+struct has_ids<P, std::void_t<decltype(std::declval<const P&>().ids())>> : std::true_type {};
 
 }  // namespace keyroute::detail

@@ -219,7 +219,7 @@ auto rebuilt_for(const P& own, std::uint32_t n) -> P {
 /// count differs (it grew), built once per count and kept: a maglev table or a rendezvous id
 /// list is not rebuilt per message. Lookups are lock-free (acquire loads); a build allocates,
 /// once per count, on the first call at that count; up to `cached_counts` counts are kept, and
-/// any further count builds on the stack per call.
+/// any further count is built, on the heap, for each call at it (one allocation per message).
 ///
 /// A partitioner over a chosen id set, or weighted, has no counterpart at another count: it
 /// answers as configured when its answer is below the count. Where there is no answer (such an
@@ -463,7 +463,8 @@ template <class Router, class TimePoint>
 /// `partitioner().partitions()` the stored partitioner answers (no allocation, no lock); when it
 /// differs (the topic grew), the same scheme with the same settings (hash functor and seed,
 /// maglev's table size, key groups) at that count answers, built on the first call at that count
-/// and kept (see detail::count_router; lock-free lookups, no allocation after the first call).
+/// and kept (see detail::count_router; lock-free lookups, no allocation after the first call at
+/// each of up to four counts; beyond four, one allocation per message at the others).
 /// A partitioner over an id set of your choosing, or weighted, has no counterpart at another
 /// count: it answers as configured where that is below the count. Where there is no answer the
 /// callback returns `partition_cnt` (out of range): librdkafka fails the message at once with
