@@ -17,13 +17,22 @@
 ///    same window, each lane counts its own events in its own slice of the sketch's rows, with
 ///    the weight of the active lanes: the sketch was the only memory every thread wrote on the
 ///    route path. One thread counts in the whole rows.
-/// 4. A key whose estimate reaches half the hot threshold becomes a *candidate*: it takes a slot
+/// 4. A key whose estimate reaches the admission level becomes a *candidate*: it takes a slot
 ///    in a small table of tracked keys and is counted exactly from then on. Its events still go
-///    home, but carry ordering stamps.
+///    home, but carry ordering stamps. The level is half the hot threshold, lower early in a
+///    window in automatic mode (what the window's projected volume asks for, at least
+///    max(threshold / 16, min_threshold)), and never below 4 times the sketch's background.
 /// 5. When its exact count *since admission* passes the threshold (so a sketch overestimate can
-///    never split a cold key), the key is *hot* for the rest of the window: its events go in runs
-///    of `run_length` to the least-loaded of its candidate partitions, a key-specific sequence
-///    that starts at home and is ceil(1.25 * share * partitions) long, so fan-out follows volume.
+///    never split a cold key), or in automatic mode when that count projected to the window's
+///    end clears it by 4 standard deviations, the key is *hot* for the rest of the window: its
+///    events go in runs of `run_length` to the partition of its plan that the routing lane saw
+///    least loaded. A key hot in the previous window is planned at the rollover, into the
+///    partitions with the most room, home first; a key turning hot mid-window is planned then,
+///    against the window's projected loads. Without a plan, its runs go to a key-specific pool
+///    among the previous window's least-loaded partitions, max(1.25 * share * n, low * share /
+///    salted share) of them and at least 2 (low: the partitions with room), so fan-out follows
+///    volume; where no such order is known (the router's first window, or above 16384
+///    partitions), the pool is a key-specific sequence of partitions that starts at home.
 /// 6. Each window a key must earn hotness again; a key that stays cold for a whole window after
 ///    being hot is forgotten, and its events go home unstamped.
 ///
