@@ -84,7 +84,8 @@ input:
   --header            skip the first line
   --workload NAME     built-in workload: tenant90 (default: one tenant at 90%, 100 partitions),
                       zipf1.0, zipf1.5 (100k keys, 64 partitions), zipf0.8 (1M keys, 16),
-                      uniform (1M keys, 64), shifting (hot set changes after window 2)
+                      uniform (1M keys, 64), shifting (hot set reshuffled from window 2,
+                      counting from 0)
   --events N          events of the built-in workload (default 1000000, at most 4e9; each
                       event takes 4 bytes of memory)
 
@@ -206,8 +207,10 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
             }
             // The router's window is a whole number of milliseconds: refused rather than
             // rounded, so the windows reported and the default rate are the routers' own.
+            // The tolerance is the rounding of parsing and multiplying (about 2e-16 relative):
+            // a fraction of a millisecond is refused at any window length.
             const double ms = std::round(o.window_s * 1000);
-            if (std::fabs(o.window_s * 1000 - ms) > 1e-6 * ms) {
+            if (std::fabs(o.window_s * 1000 - ms) > 1e-14 * std::max(ms, 1.0)) {
                 throw usage_error("--window needs a whole number of milliseconds, got '" +
                                   std::string(value_text) + "'");
             }
@@ -595,10 +598,11 @@ auto make_timeline(std::uint64_t events, double rate, double window_s) -> timeli
         throw usage_error(msg.str());
     }
     const double span_ns = events <= 1 ? 0.0 : static_cast<double>(events - 1) * t.ns_per_event;
-    const double room_ns =
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::system_clock::time_point::max() - t.t0)
-                                .count());
+    // In double nanoseconds: the clock's range in int64 nanoseconds overflows where the clock
+    // counts coarser ticks (microseconds in libc++, 100 ns in MSVC's library).
+    const double room_ns = std::chrono::duration<double, std::nano>(
+                               std::chrono::system_clock::time_point::max() - t.t0)
+                               .count();
     if (!(span_ns < room_ns) || !(span_ns / static_cast<double>(t.window_ns) < 4294967295.0)) {
         std::ostringstream msg;
         msg << "--rate " << rate << " spreads " << events << " events over " << span_ns / 1e9

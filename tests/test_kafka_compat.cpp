@@ -12,6 +12,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -329,27 +330,70 @@ TEST_CASE("a message the partitioner has no answer for fails, it is not kept", "
     CHECK(delivered == n - expected_failures);
 }
 
+// partitioner_cb's callback, counting the calls with a NULL key: librdkafka calls a custom
+// partitioner for keyless messages only when sticky.partitioning.linger.ms is 0.
+struct counting_cb {
+    keyroute::kafka::partitioner_cb<xxh3_partitioner> cb{partition_count};
+    std::atomic<std::size_t> null_keys{0};
+    static auto call(const rd_kafka_topic_t* rkt, const void* key, std::size_t keylen,
+                     std::int32_t partition_cnt, void* rkt_opaque, void* msg_opaque) noexcept
+        -> std::int32_t {
+        auto* self = static_cast<counting_cb*>(rkt_opaque);
+        if (key == nullptr) self->null_keys.fetch_add(1, std::memory_order_relaxed);
+        return keyroute::kafka::partitioner_cb<xxh3_partitioner>::callback(
+            rkt, key, keylen, partition_cnt, &self->cb, msg_opaque);
+    }
+};
+
 TEST_CASE("keyless messages on a partitioner_cb topic are all delivered", "[kafka]") {
-    const keyroute::kafka::partitioner_cb<xxh3_partitioner> cb(partition_count);
+    // The default sticky partitioner takes keyless messages itself; with a linger of 0,
+    // librdkafka hands them to the callback, whose NULL-key branch picks a random partition.
+    const bool sticky = GENERATE(true, false);
+    CAPTURE(sticky);
+    counting_cb counting;
     rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
-    cb.install(tconf);
-    const std::string topic = new_topic("keyless");
+    rd_kafka_topic_conf_set_partitioner_cb(tconf, &counting_cb::call);
+    rd_kafka_topic_conf_set_opaque(tconf, &counting);
+    const std::string topic = new_topic(sticky ? "keyless-sticky" : "keyless-random");
     constexpr std::size_t n = 500;
     kt::delivery_log log(n);
     {
-        kt::handle rk = kt::make_producer(cluster().bootstraps(), log, {}, tconf);
+        kt::settings extra;
+        if (!sticky) extra.emplace_back("sticky.partitioning.linger.ms", "0");
+        kt::handle rk = kt::make_producer(cluster().bootstraps(), log, extra, tconf);
         for (std::size_t i = 0; i < n; ++i) {
             REQUIRE(produce_unassigned(rk.get(), topic, nullptr, nullptr, i) == nullptr);
         }
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(20)));
     }
     std::size_t delivered = 0;
+    std::vector<std::size_t> per_partition(partition_count, 0);
     for (const auto& r : log.by_id) {
         if (r.count == 1 && r.error == RD_KAFKA_RESP_ERR_NO_ERROR && r.partition >= 0 &&
             r.partition < partition_count) {
             ++delivered;
+            ++per_partition[static_cast<std::size_t>(r.partition)];
         }
     }
     CHECK(delivered == n);
     CHECK(kt::read_all(cluster().bootstraps(), topic, partition_count).size() == n);
+    if (sticky) {
+        CHECK(counting.null_keys.load() == 0U);
+    } else {
+        CHECK(counting.null_keys.load() == n);
+        // Random over 16 partitions: 500 events leave one empty with probability ~16 * e^-31.
+        CHECK(std::count(per_partition.begin(), per_partition.end(), std::size_t{0}) == 0);
+    }
+}
+
+TEST_CASE("a direct call of a partitioner callback with a NULL key and no topic has no answer",
+          "[kafka]") {
+    // rd_kafka_msg_partitioner_random reads the topic: without one there is no partition.
+    const keyroute::kafka::partitioner_cb<xxh3_partitioner> cb(partition_count);
+    const void* opaque = &cb;
+    CHECK(keyroute::kafka::partitioner_cb<xxh3_partitioner>::callback(
+              nullptr, nullptr, 0, partition_count, const_cast<void*>(opaque), nullptr) ==
+          RD_KAFKA_PARTITION_UA);
+    CHECK(keyroute::kafka::stateless_partitioner_cb<xxh3_partitioner>(
+              nullptr, nullptr, 0, partition_count, nullptr, nullptr) == RD_KAFKA_PARTITION_UA);
 }

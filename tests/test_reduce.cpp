@@ -83,3 +83,19 @@ TEST_CASE("fold32_reduction is the exact remainder of the hash folded to 32 bits
         }
     }
 }
+
+TEST_CASE("fold32_reduction above 2^31 partitions: the low partitions get two 32-bit values",
+          "[reduce]") {
+    // The documented limit of the default reduction (reduce.hpp): for n > 2^31 the 32-bit value
+    // v and v + n land on the same partition when v < 2^32 - n, so those partitions get twice
+    // the hashes of the others.
+    constexpr std::uint32_t n = 3000000000U;
+    constexpr std::uint32_t doubled = 0xffffffffU - n + 1U;  // 2^32 - n: partitions 0 .. doubled-1
+    const keyroute::default_reduction def(n);
+    CHECK(def(std::uint32_t{0}) == 0U);
+    CHECK(def(n) == 0U);
+    CHECK(def(doubled - 1U) == doubled - 1U);
+    CHECK(def(n + doubled - 1U) == doubled - 1U);
+    CHECK(n + doubled - 1U == 0xffffffffU);  // the last 32-bit value
+    CHECK(def(doubled) == doubled);          // v + n > 2^32 - 1 for v >= doubled: one value each
+}

@@ -454,6 +454,27 @@ TEST_CASE("moves are noexcept unless EventSize's are, and carry the held events"
     c.push("k", lane_a(0), 0, origin{0, 0}, ms(0));
     CHECK(got == std::vector<int>{0, 1});
     CHECK(c.held_events() == 0);
+
+    // The moved-from ones hold nothing, and calling them leaves the new one alone: until 0.2.13
+    // a moved-from resequencer kept its idle list, which pointed into the episodes the move had
+    // taken, and forgetting them unlinked the new one's (a heap-use-after-free under ASan).
+    auto short_ttl = config();
+    short_ttl.episode_ttl = ms(10);
+    keyroute::resequencer<int> d(short_ttl, sink, gap);
+    d.push("j", lane_a(0), 2, origin{2, 0}, ms(0));  // delivered; its episode goes idle
+    REQUIRE(d.remembered_episodes() == 1);
+    keyroute::resequencer<int> e(std::move(d));
+    CHECK(d.held_events() == 0);  // NOLINT(bugprone-use-after-move): what this test is about
+    CHECK(d.remembered_episodes() == 0);  // NOLINT(bugprone-use-after-move)
+    d.advance_watermark(ms(1000));        // NOLINT(bugprone-use-after-move)
+    CHECK(e.remembered_episodes() == 1);
+    e.advance_watermark(ms(1000));  // forgets the idle episode: past its ttl
+    CHECK(e.remembered_episodes() == 0);
+    CHECK(e.stats().forgotten_episodes == 1U);
+    CHECK(got == std::vector<int>{0, 1, 2});
+    b.advance_watermark(ms(1000));  // NOLINT(bugprone-use-after-move)
+    a.advance_watermark(ms(1000));  // NOLINT(bugprone-use-after-move)
+    CHECK(c.held_events() == 0);
 }
 
 TEST_CASE("a waiting cycle from a broken producer contract is broken, nothing lost",
@@ -516,6 +537,150 @@ TEST_CASE("a late event released to break a waiting cycle is out_of_order, not l
     CHECK(h.r.stats().out_of_order == 1);
     CHECK(h.r.stats().late == 0);
     CHECK(h.gaps.size() == 1);
+}
+
+TEST_CASE("held offsets: one event held for long does not keep the ones released behind it",
+          "[resequencer]") {
+    // The resequencer's per-partition list of held offsets (detail::held_offsets). Until
+    // 0.2.13 a released offset stayed as a mark until it reached the front: behind one offset
+    // held for long, every later one released left 8 bytes, without bound.
+    keyroute::detail::held_offsets held;
+    held.add(0);  // held for long
+    for (std::int64_t i = 1; i <= 100000; ++i) {
+        held.add(i);
+        held.remove(i);
+        REQUIRE(held.entries() <= 2 * 1 + 32);
+    }
+    CHECK(held.front() == 0);
+    // Interleaved: the lowest held offset stays at the front, marks are swept.
+    for (std::int64_t i = 100001; i <= 100100; ++i) held.add(i);
+    for (std::int64_t i = 100001; i <= 100100; i += 2) held.remove(i);
+    CHECK(held.entries() <= 2 * 51 + 32);
+    std::vector<std::int64_t> left;
+    held.for_each([&](std::int64_t offset) { left.push_back(offset); });
+    REQUIRE(left.size() == 51);
+    CHECK(left[0] == 0);
+    for (std::size_t k = 1; k < left.size(); ++k)
+        CHECK(left[k] == 100000 + 2 * static_cast<std::int64_t>(k));
+    held.remove(0);
+    CHECK(held.front() == 100002);
+    for (const std::int64_t offset : std::vector<std::int64_t>(left.begin() + 1, left.end())) {
+        held.remove(offset);
+    }
+    CHECK(held.empty());
+    CHECK(held.entries() == 0);
+}
+
+TEST_CASE("a partition whose old event stays held keeps its commit there as others pass",
+          "[ordering][resequencer]") {
+    // The helper's scenario: offset 0 of partition 0 waits (sequence 1 of an episode whose 0
+    // never comes); later events of partition 0 are held, then released by partition 1.
+    harness h(config(1000, ms(3600 * 1000)));
+    CHECK(h.stamped("k", lane_a(1), 0, 0, -1) == push_result::accepted);
+    for (std::uint64_t i = 1; i <= 2000; ++i) {
+        const auto offset = static_cast<std::int64_t>(i);
+        CHECK(h.r.push("k", stamp{9, 0, i, 1, true}, static_cast<int>(i), origin{0, offset},
+                       ms(0)) == push_result::accepted);
+        CHECK(h.r.push("k", stamp{9, 0, i, 0, true}, -static_cast<int>(i), origin{1, offset},
+                       ms(0)) == push_result::accepted);
+    }
+    CHECK(h.r.held_events() == 1);
+    CHECK(h.r.committable_offset(0) == 0);
+    CHECK(h.r.committable_offset(1) == 2001);
+    CHECK(h.r.checkpoint().partitions.size() == 2);
+}
+
+TEST_CASE("restore keeps the most recently used idle episodes when it must forget some",
+          "[ordering][resequencer]") {
+    // checkpoint() lists episodes in hash order; restore() orders the idle ones by their last
+    // time, so the count limit forgets the least recently used first (until 0.2.13 it forgot
+    // them in the checkpoint's order).
+    keyroute::resequencer_checkpoint cp;
+    for (const auto& [episode, last] : {std::pair{1, 30}, std::pair{2, 10}, std::pair{3, 20}}) {
+        keyroute::resequencer_checkpoint::episode_state e;
+        e.producer = 7;  // lane_a's
+        e.episode = static_cast<std::uint64_t>(episode);
+        e.key = "k";
+        e.next_sequence = 5;
+        e.last_time = ms(last);
+        cp.episodes.push_back(e);
+    }
+    auto c = config(1000, ms(100));
+    c.max_idle_episodes = 1;
+    harness h(c);
+    h.r.restore(cp);
+    CHECK(h.r.remembered_episodes() == 1);
+    // Episode 1 (the latest) is remembered: its sequence 3 is a duplicate, not a new episode.
+    CHECK(h.stamped("k", lane_a(3, 1), 0, 0, 3) == push_result::duplicate);
+    CHECK(h.stamped("k", lane_a(3, 2), 1, 0, 4) == push_result::accepted);  // forgotten: new
+}
+
+TEST_CASE("restore refuses a checkpoint that checkpoint() could not have written",
+          "[ordering][resequencer][bad-input]") {
+    using cp_t = keyroute::resequencer_checkpoint;
+    const auto episode = [](std::uint64_t next, std::vector<std::uint64_t> ahead) {
+        cp_t::episode_state e;
+        e.producer = 7;  // lane_a's episode 1
+        e.lane = 0;
+        e.episode = 1;
+        e.key = "k";
+        e.next_sequence = next;
+        e.delivered_ahead = std::move(ahead);
+        return e;
+    };
+    const auto partition = [](std::uint32_t id, std::int64_t next, std::vector<std::int64_t> held) {
+        cp_t::partition_state p;
+        p.partition = id;
+        p.next_offset = next;
+        p.held_offsets = std::move(held);
+        return p;
+    };
+    const auto refused = [](const cp_t& cp, const std::string& why) {
+        harness h(config(1000, ms(100)));
+        CHECK_THROWS_WITH(h.r.restore(cp), keyroute_test::contains("corrupt checkpoint: "));
+        CHECK_THROWS_WITH(h.r.restore(cp), keyroute_test::contains(why));
+        CHECK(h.r.remembered_episodes() == 0);  // nothing restored
+        CHECK_FALSE(h.r.committable_offset(0).has_value());
+    };
+    cp_t cp;
+    SECTION("a sequence delivered ahead at or below next_sequence") {
+        // Until 0.2.13 it was taken: sequence 6 then stayed held behind 5, a later release
+        // erased the stale entry instead of its own, and a forced event read a freed slot.
+        cp.episodes.push_back(episode(5, {2}));
+        refused(cp, "has sequence 2 delivered ahead of next_sequence 5");
+        cp.episodes[0].delivered_ahead = {5};
+        refused(cp, "has sequence 5 delivered ahead of next_sequence 5");
+    }
+    SECTION("a held offset outside [0, next_offset)") {
+        cp.partitions.push_back(partition(0, 10, {3, 10}));
+        refused(cp, "partition 0 holds offset 10, not in [0, next_offset 10)");
+        cp.partitions[0].held_offsets = {-1};
+        refused(cp, "partition 0 holds offset -1");
+        cp.partitions[0] = partition(0, -5, {});
+        refused(cp, "partition 0 has next_offset -5");
+    }
+    SECTION("a partition or an episode listed twice") {
+        cp.partitions = {partition(0, 10, {}), partition(0, 12, {})};
+        refused(cp, "partition 0 is listed twice");
+        cp.partitions.clear();
+        cp.episodes = {episode(5, {}), episode(6, {})};
+        refused(cp, "episode (producer 7, lane 0, episode 1) is listed twice");
+    }
+    SECTION("a given-up range whose first sequence is above its last") {
+        cp.episodes.push_back(episode(5, {}));
+        cp.episodes[0].given_up = {{3, 2}};
+        refused(cp, "gave up the range [3, 2]");
+    }
+    SECTION("the limits checkpoint() writes are taken") {
+        // A finished episode: 2^64-1 both as next_sequence and delivered ahead.
+        const std::uint64_t last = std::numeric_limits<std::uint64_t>::max();
+        cp.episodes.push_back(episode(last, {last}));
+        cp.partitions.push_back(partition(0, 10, {0, 9}));
+        harness h(config(1000, ms(100)));
+        h.r.restore(cp);
+        CHECK(h.r.remembered_episodes() == 1);
+        CHECK(h.r.committable_offset(0) == 0);
+    }
 }
 
 TEST_CASE("checkpoint and restore carry the state across a restart", "[ordering][resequencer]") {
@@ -732,6 +897,72 @@ TEST_CASE("a held event whose move throws stays held", "[ordering][resequencer]"
     CHECK(r.held_events() == 0);
     CHECK(r.push("j", stamp{}, fragile(2, &fail), origin{1, 0}, ms(20)) == push_result::accepted);
     CHECK(got == std::vector<int>{1, 2});
+}
+
+TEST_CASE("an event is moved once on its way out: a throwing move loses nothing",
+          "[ordering][resequencer]") {
+    // Moves succeed until `moves_left` reaches 0, then throw once. Until 0.2.13 an event was
+    // moved twice on its way to the sink (out of its slot, then into the delivery, after the
+    // bookkeeping): a throw at the second move lost it, neither held nor delivered.
+    struct countdown {
+        int value = 0;
+        int* moves_left = nullptr;
+        countdown(int v, int* m) : value(v), moves_left(m) {}
+        countdown(const countdown&) = default;
+        countdown(countdown&& o) noexcept(false) : value(o.value), moves_left(o.moves_left) {
+            if (*moves_left >= 0 && (*moves_left)-- == 0) throw std::runtime_error("move");
+        }
+        auto operator=(const countdown&) -> countdown& = delete;
+        auto operator=(countdown&&) -> countdown& = delete;
+        ~countdown() = default;
+    };
+    int moves_left = -1;  // -1: never throw
+    std::vector<int> got;
+    keyroute::resequencer<countdown> r(
+        config(1000, ms(10)),
+        [&](keyroute::delivery<countdown>&& d) { got.push_back(d.event.value); },
+        [](const keyroute::gap_report&) {});
+    SECTION("a held event released by the watermark") {
+        r.push("k", lane_a(1), countdown(1, &moves_left), origin{0, 0}, ms(0));  // waits for 0
+        REQUIRE(r.held_events() == 1);
+        for (int allowed = 0; allowed < 3; ++allowed) {
+            CAPTURE(allowed);
+            moves_left = allowed;  // the first `allowed` moves succeed
+            try {
+                r.advance_watermark(ms(10));
+            } catch (const std::runtime_error&) {
+                CHECK(r.held_events() == 1);  // not taken out: still held, its deadline kept
+                CHECK(got.empty());
+                continue;
+            }
+            break;
+        }
+        moves_left = -1;
+        r.flush();
+        CHECK(got == std::vector<int>{1});
+        CHECK(r.held_events() == 0);
+    }
+    SECTION("an event delivered as it is pushed") {
+        for (int allowed = 0; allowed < 3; ++allowed) {
+            CAPTURE(allowed);
+            moves_left = allowed;
+            const countdown e(0, &moves_left);
+            push_result result = push_result::refused;
+            try {
+                result = r.push("k", lane_a(0), countdown(e), origin{0, 0}, ms(0));
+            } catch (const std::runtime_error&) {
+                CHECK(r.stats().pushed == 0U);  // not taken: the same event may come again
+                CHECK(got.empty());
+                continue;
+            }
+            CHECK(result == push_result::accepted);
+            break;
+        }
+        moves_left = -1;
+        CHECK(got == std::vector<int>{0});
+        CHECK(r.push("k", lane_a(0), countdown(0, &moves_left), origin{0, 0}, ms(0)) ==
+              push_result::duplicate);
+    }
 }
 
 TEST_CASE("an oversized event goes at once after what it waits for, and nothing else",

@@ -162,7 +162,10 @@ public:
 /// Pulsar's Murmur3_32Hash routing (opt-in in its Java and C++ clients, whose defaults are
 /// JavaStringHash and BoostHash):
 /// `signSafeMod(murmur3_32(key, seed 0) & 0x7fffffff, n)`. n in [1, 2^31-1].
-/// Compatibility contract.
+/// Compatibility contract for keys that are valid UTF-8 (every key a Java producer can send).
+/// The raw bytes are hashed, as the C++ client does; the Java client hashes the key's String
+/// re-encoded in UTF-8, so a key with ill-formed UTF-8 (from a C++ producer) hashes there with
+/// each ill-formed sequence replaced by U+FFFD (EF BF BD), to another partition in general.
 class pulsar_murmur3_partitioner final : public hash_partitioner<detail::positive31<murmur3_32>> {
 public:
     using hash_partitioner::hash_partitioner;

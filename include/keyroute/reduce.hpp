@@ -98,9 +98,10 @@ private:
 /// partitions). hash_partitioner's default, because a 32-bit remainder is nearly free where a
 /// 64-bit one is not: the 64-bit divide or its multiply-based replacements cost about 1 ns per
 /// key on the reference machine, half of what XXH3 takes for a 16-byte key, while the 32-bit
-/// divide hides behind the hash (bench/README.md, "The exact reduction"). The fold loses nothing
-/// a partition count below 2^32 could use: the remainder of a uniform 32-bit value is uniform
-/// within n / 2^32 (2.3e-7 relative for 1000 partitions).
+/// divide hides behind the hash (bench/README.md, "The exact reduction"). The remainder of a
+/// uniform 32-bit value is uniform within n / 2^32 relative: 2.3e-7 for 1000 partitions, 0.1%
+/// for 4 million. Above 2^31 partitions the low partitions (those below 2^32 mod n) get two of
+/// the 32-bit values and the others one: up to twice the load. Use modulo_reduction there.
 ///
 /// For another language: `Integer.remainderUnsigned(Long.hashCode(h), n)` in Java,
 /// `uint32(h ^ (h >> 32)) % n` in Go.

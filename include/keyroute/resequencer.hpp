@@ -71,7 +71,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -84,6 +83,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -256,6 +256,65 @@ struct episode_key_hash {
     }
 };
 
+/// The offsets of the events held from one partition, increasing (push order). A released
+/// one is marked (~offset, negative), marks at the front are popped, and the others are
+/// swept out once they outnumber the held ones (until 0.2.13 they stayed until they reached
+/// the front: one event held for long kept a mark of every later one released behind it,
+/// without bound). O(log n) per release, amortized.
+class held_offsets {
+public:
+    [[nodiscard]] auto empty() const noexcept -> bool { return m_live == 0; }
+    /// The lowest held offset. @pre !empty()
+    [[nodiscard]] auto front() const noexcept -> std::int64_t { return m_items[m_head]; }
+    /// Entries kept, held or marked: at most 2 * held + 32.
+    [[nodiscard]] auto entries() const noexcept -> std::size_t { return m_items.size() - m_head; }
+    void add(std::int64_t offset) {
+        m_items.push_back(offset);
+        ++m_live;
+    }
+    /// @pre `offset` was added and not removed since.
+    void remove(std::int64_t offset) {
+        const auto first = m_items.begin() + static_cast<std::ptrdiff_t>(m_head);
+        const auto it = m_items[m_head] == offset
+                            ? first
+                            : std::lower_bound(first, m_items.end(), offset,
+                                               [](std::int64_t item, std::int64_t value) {
+                                                   return decoded(item) < value;
+                                               });
+        *it = ~offset;
+        --m_live;
+        while (m_head < m_items.size() && m_items[m_head] < 0) ++m_head;
+        if (m_live == 0) {
+            m_items.clear();
+            m_head = 0;
+        } else if (entries() > 2 * m_live + 32) {
+            m_items.erase(std::remove_if(m_items.begin() + static_cast<std::ptrdiff_t>(m_head),
+                                         m_items.end(), [](std::int64_t item) { return item < 0; }),
+                          m_items.end());
+            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
+            m_head = 0;
+        } else if (m_head >= 32 && m_head * 2 >= m_items.size()) {
+            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
+            m_head = 0;
+        }
+    }
+    /// Calls fn(offset) for each held offset, increasing.
+    template <class Fn>
+    void for_each(Fn&& fn) const {
+        for (std::size_t k = m_head; k < m_items.size(); ++k) {
+            if (m_items[k] >= 0) fn(m_items[k]);
+        }
+    }
+
+private:
+    [[nodiscard]] static auto decoded(std::int64_t item) noexcept -> std::int64_t {
+        return item >= 0 ? item : ~item;
+    }
+    std::vector<std::int64_t> m_items;  // [m_head, end): held offsets and marks, increasing
+    std::size_t m_head = 0;
+    std::size_t m_live = 0;
+};
+
 /// Whether every T moves (constructs and assigns) without throwing.
 template <class... T>
 inline constexpr bool nothrow_movable_v = ((std::is_nothrow_move_constructible_v<T> &&
@@ -317,8 +376,9 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// than max_bytes on its own is never held, under either full_policy: the held events it must
 /// follow, of its key and partition or earlier in its episode, are released first, then its
 /// gaps are given up and it is delivered at once; other held events stay);
-/// bookkeeping adds O(1) per held event, per remembered episode (bounded by the held events plus
-/// max_idle_episodes) and per partition seen.
+/// bookkeeping adds O(1) per held event and per partition seen, and per remembered episode
+/// (bounded by the held events plus max_idle_episodes) O(1) plus a copy of its key, which
+/// max_bytes does not count: with long keys, bound max_idle_episodes too.
 ///
 /// Duplicates: a re-read event is recognised (a) by its offset, when it is below the highest
 /// offset already accepted on its partition, and (b) by its stamp, when its sequence is below the
@@ -378,6 +438,8 @@ public:
     resequencer(const resequencer&) = delete;
     auto operator=(const resequencer&) -> resequencer& = delete;
     /// Moves throw only if EventSize's do (every other member's move is noexcept: checked below).
+    /// They take every held event and remembered episode: the moved-from resequencer holds
+    /// nothing (its sinks went too, so destroy it or assign to it; its other calls do no harm).
     resequencer(resequencer&&) noexcept(std::is_nothrow_move_constructible_v<EventSize>) = default;
     auto operator=(resequencer&&) noexcept(std::is_nothrow_move_assignable_v<EventSize>)
         -> resequencer& = default;
@@ -386,7 +448,8 @@ public:
     /// Takes one event read from `source`: delivers it now (and whatever it unblocks), holds it,
     /// or reports it as a duplicate.
     ///
-    /// @param key the event's key (any bytes); copied only if the event is held.
+    /// @param key the event's key (any bytes); copied if the event is held, and by the episode a
+    ///        stamped event starts.
     /// @param st its decoded stamp, or `stamp{}` for none (`try_decode_stamp(h).value_or({})`).
     /// @param event moved from only if the result is `accepted`.
     /// @param time its time on the watermark clock (event or processing time).
@@ -455,9 +518,7 @@ public:
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
             out.next_offset = ps.next_offset;
-            for (const std::int64_t offset : ps.held) {
-                if (offset != released) out.held_offsets.push_back(offset);
-            }
+            ps.held.for_each([&](std::int64_t offset) { out.held_offsets.push_back(offset); });
             out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
             std::sort(out.held_offsets.begin(), out.held_offsets.end());
             cp.partitions.push_back(std::move(out));
@@ -493,7 +554,11 @@ public:
     /// Loads a checkpoint taken by another resequencer. Afterwards, push the events re-read from
     /// each partition's committable_offset(): those delivered before the checkpoint are reported
     /// as duplicates, the others are processed as if there had been no restart.
-    /// @throws std::invalid_argument if this resequencer has already taken events.
+    /// @throws std::invalid_argument if this resequencer has already taken events, or if the
+    ///         checkpoint is not one checkpoint() could have written (a partition or episode
+    ///         listed twice, a negative next_offset, a held offset outside [0, next_offset), a
+    ///         delivered_ahead sequence not above next_sequence, a given-up range whose first
+    ///         sequence is above its last), naming it; nothing is restored then.
     void restore(const resequencer_checkpoint& cp) {
         const reentry_guard guard(*this);
         if (m_stats.pushed != 0 || !m_episodes.empty() || !m_partitions.empty()) {
@@ -501,13 +566,22 @@ public:
                 "keyroute resequencer::restore: the resequencer must be new, it has taken " +
                 std::to_string(m_stats.pushed) + " events");
         }
+        check_checkpoint(cp);
         m_watermark = cp.watermark;
         for (const auto& p : cp.partitions) {
             partition_state& ps = m_partitions[p.partition];
             ps.next_offset = p.next_offset;
             ps.rereads.insert(p.held_offsets.begin(), p.held_offsets.end());
         }
-        for (const auto& e : cp.episodes) {
+        // Least recently used first, so that the idle list is in the order it had (checkpoint()
+        // lists episodes in hash order: until 0.2.13 the count limit then forgot any one first).
+        std::vector<const resequencer_checkpoint::episode_state*> by_time;
+        by_time.reserve(cp.episodes.size());
+        for (const auto& e : cp.episodes) by_time.push_back(&e);
+        std::stable_sort(by_time.begin(), by_time.end(),
+                         [](const auto* a, const auto* b) { return a->last_time < b->last_time; });
+        for (const auto* restored : by_time) {
+            const auto& e = *restored;
             episode_state& ep = m_episodes[detail::episode_key{e.producer, e.lane, e.episode}];
             ep.id = detail::episode_key{e.producer, e.lane, e.episode};
             ep.key = e.key;
@@ -524,15 +598,15 @@ public:
             ep.pinned = e.held_events;
             idle_if_unused(ep);
         }
-        for (const auto& [partition, ps] : m_partitions) m_rereads_left += ps.rereads.size();
-        if (m_rereads_left == 0) unpin_all();
+        for (const auto& [partition, ps] : m_partitions) m_book.rereads_left += ps.rereads.size();
+        if (m_book.rereads_left == 0) unpin_all();
         forget_idle_episodes();
     }
 
     /// Events held now. O(1).
-    [[nodiscard]] auto held_events() const noexcept -> std::size_t { return m_events; }
+    [[nodiscard]] auto held_events() const noexcept -> std::size_t { return m_book.events; }
     /// Bytes held now (EventSize plus key sizes). O(1).
-    [[nodiscard]] auto held_bytes() const noexcept -> std::size_t { return m_bytes; }
+    [[nodiscard]] auto held_bytes() const noexcept -> std::size_t { return m_book.bytes; }
     /// Episodes remembered now (holding events or idle). O(1).
     [[nodiscard]] auto remembered_episodes() const noexcept -> std::size_t {
         return m_episodes.size();
@@ -545,9 +619,53 @@ public:
     [[nodiscard]] auto config() const noexcept -> const resequencer_config& { return m_config; }
 
 private:
+    /// restore()'s check: the state it builds relies on each of these (until 0.2.13 a stale
+    /// delivered_ahead entry made a release erase the wrong one, and a later release read a freed
+    /// slot).
+    static void check_checkpoint(const resequencer_checkpoint& cp) {
+        const auto fail = [](const std::string& what) {
+            detail::invalid_argument("keyroute resequencer::restore: corrupt checkpoint: " + what);
+        };
+        std::unordered_set<std::uint32_t> partitions;
+        for (const auto& p : cp.partitions) {
+            const std::string name = "partition " + std::to_string(p.partition);
+            if (!partitions.insert(p.partition).second) fail(name + " is listed twice");
+            if (p.next_offset < 0) {
+                fail(name + " has next_offset " + std::to_string(p.next_offset));
+            }
+            for (const std::int64_t offset : p.held_offsets) {
+                if (offset < 0 || offset >= p.next_offset) {
+                    fail(name + " holds offset " + std::to_string(offset) +
+                         ", not in [0, next_offset " + std::to_string(p.next_offset) + ")");
+                }
+            }
+        }
+        std::unordered_set<detail::episode_key, detail::episode_key_hash> episodes;
+        for (const auto& e : cp.episodes) {
+            const std::string name = "episode (producer " + std::to_string(e.producer) + ", lane " +
+                                     std::to_string(e.lane) + ", episode " +
+                                     std::to_string(e.episode) + ")";
+            if (!episodes.insert(detail::episode_key{e.producer, e.lane, e.episode}).second) {
+                fail(name + " is listed twice");
+            }
+            for (const std::uint64_t seq : e.delivered_ahead) {
+                // A finished episode lists 2^64-1 at its next_sequence of 2^64-1.
+                if (seq < e.next_sequence || (seq == e.next_sequence && seq != last_sequence)) {
+                    fail(name + " has sequence " + std::to_string(seq) +
+                         " delivered ahead of next_sequence " + std::to_string(e.next_sequence));
+                }
+            }
+            for (const auto& [first, last] : e.given_up) {
+                if (first > last) {
+                    fail(name + " gave up the range [" + std::to_string(first) + ", " +
+                         std::to_string(last) + "]");
+                }
+            }
+        }
+    }
+
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
-    static constexpr std::int64_t released = -1;
     static constexpr std::uint64_t last_sequence = std::numeric_limits<std::uint64_t>::max();
     /// Given-up ranges remembered per episode to flag late arrivals; older ones are dropped
     /// (a late arrival of those is then reported as a duplicate, still not silently lost).
@@ -555,6 +673,15 @@ private:
 
     struct fifo;
     struct episode_state;
+
+    /// scan()'s skipped stamps: per producer and lane, the episode of the first one, and
+    /// whether another episode came too (blocks_stamp).
+    struct seen_lane {
+        std::uint64_t producer;
+        std::uint16_t lane;
+        std::uint64_t episode;
+        bool mixed;
+    };
 
     struct entry {
         std::optional<Event> event;
@@ -564,7 +691,6 @@ private:
         std::size_t bytes = 0;
         std::uint64_t serial = 0;  // 0: free slot
         std::uint64_t visit = 0;
-        std::uint64_t offset_index = 0;  // position in its partition_state::held
         fifo* queue = nullptr;
         episode_state* episode = nullptr;  // null when unstamped
         bool late = false;
@@ -601,10 +727,7 @@ private:
 
     struct partition_state {
         std::int64_t next_offset = -1;
-        // Offsets of the events held from this partition, in push order (so increasing);
-        // released ones are marked and popped once at the front. held[i] has index dropped + i.
-        std::deque<std::int64_t> held;
-        std::uint64_t dropped = 0;
+        detail::held_offsets held;
         std::set<std::int64_t> rereads;  // offsets held at the restored checkpoint
     };
 
@@ -629,10 +752,10 @@ private:
         auto operator=(const reentry_guard&) -> reentry_guard& = delete;
         ~reentry_guard() {
             m_r.m_busy = false;
-            m_r.m_scanning = nullptr;  // in case a sink threw mid-scan
+            m_r.m_book.scanning = nullptr;  // in case a sink threw mid-scan
             // A sink threw: a scan or a cascade may have stopped half-way, with events ready
             // to go still held. The next call looks again.
-            if (std::uncaught_exceptions() > m_unwinding) m_r.m_interrupted = true;
+            if (std::uncaught_exceptions() > m_unwinding) m_r.m_book.interrupted = true;
         }
 
     private:
@@ -643,8 +766,8 @@ private:
     // After a call that a sink's exception cut short: every fifo is scanned again, so what was
     // ready to go when the exception struck goes now (O(held events), once per exception).
     void resume_after_exception() {
-        if (!m_interrupted) return;
-        m_interrupted = false;
+        if (!m_book.interrupted) return;
+        m_book.interrupted = false;
         for (const auto& [hash, chain] : m_fifos) {
             for (fifo* q = chain; q != nullptr; q = q->chain) {
                 if (q->size() != 0) mark_dirty(*q);
@@ -704,8 +827,9 @@ private:
                 sized = true;
             }
             if (bytes <= m_config.max_bytes) {
-                const std::size_t room = m_config.max_bytes - std::min(m_bytes, m_config.max_bytes);
-                if (m_events < m_config.max_events && bytes <= room) {
+                const std::size_t room =
+                    m_config.max_bytes - std::min(m_book.bytes, m_config.max_bytes);
+                if (m_book.events < m_config.max_events && bytes <= room) {
                     accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
                     forget_idle_episodes();
                     return push_result::accepted;
@@ -788,6 +912,40 @@ private:
     [[nodiscard]] static auto blocks_stamp(const stamp& y, const stamp& x) noexcept -> bool {
         return y.producer == x.producer && y.lane == x.lane && y.episode != x.episode;
     }
+    /// A stamp's producer and lane, as an episode key with episode 0 (scan's index).
+    [[nodiscard]] static auto lane_of(const stamp& st) noexcept -> detail::episode_key {
+        return detail::episode_key{st.producer, st.lane, 0};
+    }
+
+    /// The lanes scan() has skipped stamps of: searched in place while there are few (no
+    /// allocation once the vector has grown), through an index past `seen_linear` of them.
+    static constexpr std::size_t seen_linear = 16;
+
+    [[nodiscard]] auto seen_of(const stamp& st) -> seen_lane* {
+        if (m_seen.size() <= seen_linear) {
+            for (seen_lane& s : m_seen) {
+                if (s.producer == st.producer && s.lane == st.lane) return &s;
+            }
+            return nullptr;
+        }
+        const auto it = m_seen_index.find(lane_of(st));
+        return it == m_seen_index.end() ? nullptr : &m_seen[it->second];
+    }
+
+    void note_seen(const stamp& st) {
+        if (seen_lane* s = seen_of(st)) {
+            if (s->episode != st.episode) s->mixed = true;
+            return;
+        }
+        m_seen.push_back(seen_lane{st.producer, st.lane, st.episode, false});
+        if (m_seen.size() == seen_linear + 1) {
+            for (std::size_t k = 0; k < m_seen.size(); ++k) {
+                m_seen_index.emplace(detail::episode_key{m_seen[k].producer, m_seen[k].lane, 0}, k);
+            }
+        } else if (m_seen.size() > seen_linear + 1) {
+            m_seen_index.emplace(lane_of(st), m_seen.size() - 1);
+        }
+    }
 
     [[nodiscard]] auto fifo_blocks(const fifo& q, const stamp& st) const noexcept -> bool {
         if (q.size() == 0) return false;
@@ -843,7 +1001,8 @@ private:
     void note_offset(const origin& source, bool reread) {
         if (source.offset < 0) return;
         partition_state& ps = m_partitions[source.partition];
-        if (reread && ps.rereads.erase(source.offset) != 0 && --m_rereads_left == 0) unpin_all();
+        if (reread && ps.rereads.erase(source.offset) != 0 && --m_book.rereads_left == 0)
+            unpin_all();
         if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
     }
 
@@ -912,7 +1071,14 @@ private:
     template <class E>
     void accept_and_deliver(std::string_view key, const stamp& st, E& event, const origin& source,
                             time_type time, const plan& p) {
-        Event ev(std::forward<E>(event));  // first: if it throws, nothing has changed
+        // First, and the event's only copy or move: if it throws, nothing has changed (until
+        // 0.2.13 the delivery moved it again after the bookkeeping, and a throw there lost it).
+        delivery_type d{std::forward<E>(event),
+                        key,
+                        st,
+                        source,
+                        time,
+                        p.late ? delivery_order::late : delivery_order::in_order};
         ++m_stats.pushed;
         note_offset(source, p.reread);
         episode_state* ep = nullptr;
@@ -927,8 +1093,7 @@ private:
             unpin_one(*ep, p.reread);
             idle_if_unused(*ep);
         }
-        deliver(std::move(ev), key, st, source, time,
-                p.late ? delivery_order::late : delivery_order::in_order);
+        deliver(std::move(d));
         cascade();
     }
 
@@ -990,11 +1155,10 @@ private:
         }
         if (source.offset >= 0) {
             partition_state& ps = m_partitions[source.partition];
-            e.offset_index = ps.dropped + ps.held.size();
-            ps.held.push_back(source.offset);
+            ps.held.add(source.offset);
         }
-        m_events += 1;
-        m_bytes += bytes;
+        m_book.events += 1;
+        m_book.bytes += bytes;
         m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
         std::push_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
         compact_deadlines();
@@ -1016,7 +1180,7 @@ private:
 
     // Lazy deletion leaves stale deadlines; rebuild when they outnumber the live ones.
     void compact_deadlines() {
-        if (m_deadlines.size() < 64 || m_deadlines.size() < 4 * m_events) return;
+        if (m_deadlines.size() < 64 || m_deadlines.size() < 4 * m_book.events) return;
         m_deadlines.erase(
             std::remove_if(m_deadlines.begin(), m_deadlines.end(),
                            [&](const deadline_item& d) { return !is_pending(d.slot, d.serial); }),
@@ -1075,7 +1239,8 @@ private:
         if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
         const entry& nxt = *m_slots[ep.held.begin()->second];
         // A forward scan of the same fifo reaches events pushed after the one it released.
-        if (scanning_serial != 0 && nxt.queue == m_scanning && nxt.serial > scanning_serial) return;
+        if (scanning_serial != 0 && nxt.queue == m_book.scanning && nxt.serial > scanning_serial)
+            return;
         mark_dirty(*nxt.queue);
     }
 
@@ -1131,8 +1296,9 @@ private:
     // Releases every event of `q` that rules 1 and 2 allow, front to back.
     void scan(fifo& q) {
         q.dirty = false;
-        m_scanning = &q;
+        m_book.scanning = &q;
         m_seen.clear();
+        m_seen_index.clear();
         bool seen_any = false;
         std::size_t i = q.head;
         while (i < q.items.size()) {
@@ -1140,8 +1306,10 @@ private:
             const entry& e = *m_slots[slot];
             bool blocked = seen_any && !e.st;
             if (!blocked && e.st) {
-                blocked = std::any_of(m_seen.begin(), m_seen.end(),
-                                      [&](const stamp* y) { return blocks_stamp(*y, e.st); });
+                // blocks_stamp by any stamp skipped before it, from their lanes (until 0.2.13 a
+                // pass over every skipped stamp: O(h^2) per scan where h events were skipped).
+                const seen_lane* seen = seen_of(e.st);
+                blocked = seen != nullptr && (seen->mixed || seen->episode != e.st.episode);
             }
             if (!blocked && seq_ready(e)) {
                 const bool at_head = i == q.head;
@@ -1151,10 +1319,10 @@ private:
             }
             seen_any = true;
             if (!e.st) break;  // nothing behind an unstamped held event can pass it
-            m_seen.push_back(&e.st);
+            note_seen(e.st);
             ++i;
         }
-        m_scanning = nullptr;
+        m_book.scanning = nullptr;
     }
 
     void cascade() {
@@ -1194,9 +1362,14 @@ private:
     // Removes the event at items[pos] of its fifo from every index and delivers it.
     void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
         entry& e = *m_slots[slot];
-        // First: an Event whose move throws stays held, with its deadline, and nothing changes.
-        Event ev(std::move(*e.event));
         fifo& q = *e.queue;
+        // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
+        const delivery_order final_order =
+            e.late && order == delivery_order::in_order ? delivery_order::late : order;
+        // First, and the event's only move: an Event whose move throws stays held, with its
+        // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
+        // the bookkeeping, and a throw there lost it).
+        delivery_type d{std::move(*e.event), q.key, e.st, e.source, e.time, final_order};
         if (pos == q.head) {
             ++q.head;
             if (q.head == q.items.size()) {
@@ -1215,7 +1388,7 @@ private:
             q.emptied = true;
             m_emptied.push_back(&q);
         }
-        if (m_scanning != &q) mark_dirty(q);
+        if (m_book.scanning != &q) mark_dirty(q);
         if (e.episode != nullptr) {
             episode_state& ep = *e.episode;
             if (!e.late) {
@@ -1232,34 +1405,22 @@ private:
         }
         if (e.source.offset >= 0) {
             partition_state& ps = m_partitions[e.source.partition];
-            ps.held[static_cast<std::size_t>(e.offset_index - ps.dropped)] = released;
-            while (!ps.held.empty() && ps.held.front() == released) {
-                ps.held.pop_front();
-                ++ps.dropped;
-            }
+            ps.held.remove(e.source.offset);
         }
-        m_events -= 1;
-        m_bytes -= e.bytes;
-        const stamp st = e.st;
-        const origin source = e.source;
-        const time_type time = e.time;
+        m_book.events -= 1;
+        m_book.bytes -= e.bytes;
         e.event.reset();
         e.serial = 0;
         e.queue = nullptr;
         e.episode = nullptr;
         m_free.push_back(slot);
-        // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
-        const delivery_order final_order =
-            e.late && order == delivery_order::in_order ? delivery_order::late : order;
-        deliver(std::move(ev), q.key, st, source, time, final_order);
+        deliver(std::move(d));
     }
 
-    void deliver(Event&& ev, std::string_view key, const stamp& st, const origin& source,
-                 time_type time, delivery_order order) {
-        delivery_type d{std::move(ev), key, st, source, time, order};
+    void deliver(delivery_type&& d) {
         ++m_stats.delivered;
-        if (order == delivery_order::late) ++m_stats.late;
-        if (order == delivery_order::out_of_order) ++m_stats.out_of_order;
+        if (d.order == delivery_order::late) ++m_stats.late;
+        if (d.order == delivery_order::out_of_order) ++m_stats.out_of_order;
         m_on_delivery(std::move(d));
     }
 
@@ -1304,31 +1465,31 @@ private:
     void idle_push_back(episode_state& ep) {
         if (ep.idle) idle_unlink(ep);
         ep.idle = true;
-        ep.idle_prev = m_idle_tail;
+        ep.idle_prev = m_book.idle_tail;
         ep.idle_next = nullptr;
-        if (m_idle_tail != nullptr) m_idle_tail->idle_next = &ep;
-        else m_idle_head = &ep;
-        m_idle_tail = &ep;
-        ++m_idle_count;
+        if (m_book.idle_tail != nullptr) m_book.idle_tail->idle_next = &ep;
+        else m_book.idle_head = &ep;
+        m_book.idle_tail = &ep;
+        ++m_book.idle_count;
     }
 
     void idle_unlink(episode_state& ep) {
         if (!ep.idle) return;
         if (ep.idle_prev != nullptr) ep.idle_prev->idle_next = ep.idle_next;
-        else m_idle_head = ep.idle_next;
+        else m_book.idle_head = ep.idle_next;
         if (ep.idle_next != nullptr) ep.idle_next->idle_prev = ep.idle_prev;
-        else m_idle_tail = ep.idle_prev;
+        else m_book.idle_tail = ep.idle_prev;
         ep.idle = false;
         ep.idle_prev = ep.idle_next = nullptr;
-        --m_idle_count;
+        --m_book.idle_count;
     }
 
     void forget_idle_episodes() {
-        while (
-            m_idle_head != nullptr &&
-            (m_idle_count > m_config.max_idle_episodes ||
-             detail::saturating_add(m_idle_head->last_time, m_config.episode_ttl) <= m_watermark)) {
-            episode_state& ep = *m_idle_head;
+        while (m_book.idle_head != nullptr &&
+               (m_book.idle_count > m_config.max_idle_episodes ||
+                detail::saturating_add(m_book.idle_head->last_time, m_config.episode_ttl) <=
+                    m_watermark)) {
+            episode_state& ep = *m_book.idle_head;
             idle_unlink(ep);
             ++m_stats.forgotten_episodes;
             m_episodes.erase(ep.id);
@@ -1351,17 +1512,37 @@ private:
 
     std::vector<fifo*> m_dirty;
     std::vector<fifo*> m_emptied;
-    std::vector<const stamp*> m_seen;
-    fifo* m_scanning = nullptr;
-    bool m_interrupted = false;      // a sink threw: see resume_after_exception
-    std::size_t m_rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
+    std::vector<seen_lane> m_seen;
+    std::unordered_map<detail::episode_key, std::size_t, detail::episode_key_hash> m_seen_index;
 
-    episode_state* m_idle_head = nullptr;
-    episode_state* m_idle_tail = nullptr;
-    std::size_t m_idle_count = 0;
+    /// The pointers and counts a move takes from its source, leaving it empty: the containers'
+    /// moves leave theirs empty, and until 0.2.13 the moved-from resequencer kept its idle list,
+    /// which pointed into the episodes the move had taken, so calling it corrupted the new one.
+    struct bookkeeping {
+        fifo* scanning = nullptr;
+        bool interrupted = false;      // a sink threw: see resume_after_exception
+        std::size_t rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
+        episode_state* idle_head = nullptr;
+        episode_state* idle_tail = nullptr;
+        std::size_t idle_count = 0;
+        std::size_t events = 0;
+        std::size_t bytes = 0;
 
-    std::size_t m_events = 0;
-    std::size_t m_bytes = 0;
+        bookkeeping() = default;
+        bookkeeping(const bookkeeping&) = default;
+        bookkeeping(bookkeeping&& o) noexcept { *this = std::move(o); }
+        auto operator=(const bookkeeping&) -> bookkeeping& = default;
+        auto operator=(bookkeeping&& o) noexcept -> bookkeeping& {
+            if (this != &o) {
+                *this = static_cast<const bookkeeping&>(o);
+                o.clear();
+            }
+            return *this;
+        }
+        ~bookkeeping() = default;
+        void clear() noexcept { *this = static_cast<const bookkeeping&>(bookkeeping{}); }
+    };
+    bookkeeping m_book;
     std::uint64_t m_serial = 0;
     std::uint64_t m_walk = 0;
     time_type m_watermark = time_type::min();
@@ -1374,7 +1555,7 @@ private:
                                   decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
                                   decltype(m_spare_fifos), decltype(m_episodes),
                                   decltype(m_partitions), decltype(m_deadlines), decltype(m_seen),
-                                  time_type, resequencer_stats>,
+                                  decltype(m_seen_index), time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
 

@@ -48,7 +48,9 @@ struct stamp {
     /// 0, 1, 2, ... within the episode, without gaps; 2^64-1 would be the episode's last (the
     /// resequencer then treats the episode as finished). The router counts a lane's sequence in
     /// 40 bits: a lane that routes 2^40 events of one key in one episode (12.7 days of a million
-    /// events a second of that key on that lane) starts over at 0, a known limit.
+    /// events a second of that key on that lane) starts over at 0, a known limit: a resequencer
+    /// that still remembers the episode reports every later event of it a duplicate and drops
+    /// it.
     std::uint64_t sequence = 0;
     bool salted = false;  ///< the key was being spread when this event was routed
 

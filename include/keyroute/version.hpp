@@ -5,7 +5,7 @@
 
 #define KEYROUTE_VERSION_MAJOR 0
 #define KEYROUTE_VERSION_MINOR 2
-#define KEYROUTE_VERSION_PATCH 12
+#define KEYROUTE_VERSION_PATCH 13
 
 /// The version as one number: major * 10000 + minor * 100 + patch.
 #define KEYROUTE_VERSION \

@@ -108,6 +108,9 @@ elseif(CASE STREQUAL "bad_value")
   # The routers' windows are whole milliseconds: 1.4 ms is refused, not rounded to 1.
   run(2 --window 0.0014)
   expect("${ERR}" "--window needs a whole number of milliseconds, got '0.0014'" "stderr")
+  # At any length: a long window's fraction of a millisecond is refused too (0.2.12 rounded it).
+  run(2 --window 3600.0004)
+  expect("${ERR}" "--window needs a whole number of milliseconds, got '3600.0004'" "stderr")
   # A rate that puts the last event past the clock's range (about 31.7 years per event here).
   run(2 --events 1000 --rate 0.000000001)
   expect("${ERR}" "--rate 1e-09 spreads 1000 events over .* s: more than the clock" "stderr")

@@ -471,8 +471,10 @@ template <class Router, class TimePoint>
 /// RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION.
 ///
 /// NULL keys follow librdkafka's convention: a random available partition
-/// (rd_kafka_msg_partitioner_random). librdkafka itself sends keyless messages to its sticky
-/// partitioner and never calls a partitioner callback for them; the branch covers direct calls.
+/// (rd_kafka_msg_partitioner_random). librdkafka sends keyless messages to its sticky partitioner
+/// and calls the callback for them only when `sticky.partitioning.linger.ms` is 0. A direct
+/// call with a NULL key and no topic gets RD_KAFKA_PARTITION_UA (the random choice reads the
+/// topic).
 /// An empty non-NULL key is hashed like any other key (as librdkafka's murmur2 and fnv1a do).
 ///
 /// @pre The object outlives every topic created from the configured topic conf, and nothing else
@@ -511,6 +513,7 @@ public:
         -> std::int32_t {
         if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
         if (key == nullptr) {
+            if (rkt == nullptr) return RD_KAFKA_PARTITION_UA;  // a direct call: no topic to read
             return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
                                                    msg_opaque);
         }
@@ -544,6 +547,7 @@ auto stateless_partitioner_cb(const rd_kafka_topic_t* rkt, const void* key, std:
                   "or id list (allocating) on every call: use partitioner_cb");
     if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
     if (key == nullptr) {
+        if (rkt == nullptr) return RD_KAFKA_PARTITION_UA;  // a direct call: no topic to read
         return rd_kafka_msg_partitioner_random(rkt, key, keylen, partition_cnt, rkt_opaque,
                                                msg_opaque);
     }
