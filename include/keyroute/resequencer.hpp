@@ -263,6 +263,23 @@ struct episode_key_hash {
 /// without bound). O(log n) per release, amortized.
 class held_offsets {
 public:
+    held_offsets() = default;
+    held_offsets(const held_offsets&) = default;
+    auto operator=(const held_offsets&) -> held_offsets& = default;
+    /// A move leaves the source empty (the vector's move empties it; the counts follow).
+    held_offsets(held_offsets&& o) noexcept
+        : m_items(std::move(o.m_items)),
+          m_head(std::exchange(o.m_head, 0)),
+          m_live(std::exchange(o.m_live, 0)) {}
+    auto operator=(held_offsets&& o) noexcept -> held_offsets& {
+        m_items = std::move(o.m_items);
+        o.m_items.clear();
+        m_head = std::exchange(o.m_head, 0);
+        m_live = std::exchange(o.m_live, 0);
+        return *this;
+    }
+    ~held_offsets() = default;
+
     [[nodiscard]] auto empty() const noexcept -> bool { return m_live == 0; }
     /// The lowest held offset. @pre !empty()
     [[nodiscard]] auto front() const noexcept -> std::int64_t { return m_items[m_head]; }
@@ -272,15 +289,19 @@ public:
         m_items.push_back(offset);
         ++m_live;
     }
-    /// @pre `offset` was added and not removed since.
+    /// Removes `offset`, added and not removed since; does nothing if it is not held. Offsets
+    /// come in increasing order when the caller keeps push()'s contract (each partition in
+    /// order); if it does not, the search falls back to a linear one instead of marking another.
     void remove(std::int64_t offset) {
         const auto first = m_items.begin() + static_cast<std::ptrdiff_t>(m_head);
-        const auto it = m_items[m_head] == offset
-                            ? first
-                            : std::lower_bound(first, m_items.end(), offset,
-                                               [](std::int64_t item, std::int64_t value) {
-                                                   return decoded(item) < value;
-                                               });
+        auto it = m_items[m_head] == offset
+                      ? first
+                      : std::lower_bound(first, m_items.end(), offset,
+                                         [](std::int64_t item, std::int64_t value) {
+                                             return decoded(item) < value;
+                                         });
+        if (it == m_items.end() || *it != offset) it = std::find(first, m_items.end(), offset);
+        if (it == m_items.end()) return;
         *it = ~offset;
         --m_live;
         while (m_head < m_items.size() && m_items[m_head] < 0) ++m_head;
@@ -439,7 +460,9 @@ public:
     auto operator=(const resequencer&) -> resequencer& = delete;
     /// Moves throw only if EventSize's do (every other member's move is noexcept: checked below).
     /// They take every held event and remembered episode: the moved-from resequencer holds
-    /// nothing (its sinks went too, so destroy it or assign to it; its other calls do no harm).
+    /// nothing, and its sinks went too: destroy it or assign to it. (Its calls do not touch the
+    /// new one; a push() it would deliver at once throws std::bad_function_call from the empty
+    /// sink, and that event is lost.)
     resequencer(resequencer&&) noexcept(std::is_nothrow_move_constructible_v<EventSize>) = default;
     auto operator=(resequencer&&) noexcept(std::is_nothrow_move_assignable_v<EventSize>)
         -> resequencer& = default;
@@ -1073,7 +1096,7 @@ private:
                             time_type time, const plan& p) {
         // First, and the event's only copy or move: if it throws, nothing has changed (until
         // 0.2.13 the delivery moved it again after the bookkeeping, and a throw there lost it).
-        delivery_type d{std::forward<E>(event),
+        delivery_type d{Event(std::forward<E>(event)),
                         key,
                         st,
                         source,
@@ -1298,7 +1321,9 @@ private:
         q.dirty = false;
         m_book.scanning = &q;
         m_seen.clear();
-        m_seen_index.clear();
+        // A fresh index, not clear(): clear() zeroes every bucket, as many as the most lanes one
+        // scan ever indexed (the index exists only past seen_linear lanes).
+        if (!m_seen_index.empty()) m_seen_index = decltype(m_seen_index){};
         bool seen_any = false;
         std::size_t i = q.head;
         while (i < q.items.size()) {
@@ -1369,7 +1394,7 @@ private:
         // First, and the event's only move: an Event whose move throws stays held, with its
         // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
         // the bookkeeping, and a throw there lost it).
-        delivery_type d{std::move(*e.event), q.key, e.st, e.source, e.time, final_order};
+        delivery_type d{Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order};
         if (pos == q.head) {
             ++q.head;
             if (q.head == q.items.size()) {
