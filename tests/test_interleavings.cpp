@@ -118,7 +118,19 @@ auto tracked(const keyroute::salting_router<>& router, std::string_view key)
     return std::nullopt;
 }
 
-// This thread fills a table of 8 slots (max_hot_keys 1, threshold 16) with candidates "cand-0"
+// The router of the cases that fill its table with candidates (fill_with_candidates).
+auto candidates_config(std::uint64_t producer_id) -> keyroute::salting_config {
+    keyroute::salting_config config;
+    config.partitions = 64;   // a candidate's home (9 events) has no room in a new key's plan
+    config.threshold = 16;    // admission at an estimate of 8, hot above 16 events since admission
+    config.max_hot_keys = 1;  // 8 slots, one probe group: slots taken in order
+    config.lanes = 1;         // this thread: lane 0; other threads: the shared overflow lane
+    config.seed = 21;
+    config.producer_id = producer_id;
+    return config;
+}
+
+// This thread fills a table of 8 slots (candidates_config) with candidates "cand-0"
 // to "cand-7", in slot order: 8 events each in window w, admitted at an estimate of 8 (weight 1,
 // one lane active). Whether each was tracked at its 8th event and none was hot.
 auto fill_with_candidates(keyroute::salting_router<>& router, std::int64_t w) -> bool {
@@ -414,14 +426,7 @@ TEST_CASE("a lane that joins a key already hot sends its first stamped event hom
 // check after a hot key's placement, for a slot given away two windows on, has no test.)
 TEST_CASE("an event of a candidate whose slot goes to a hot key meanwhile stays home",
           "[router][interleaving]") {
-    keyroute::salting_config config;
-    config.partitions = 64;   // the candidate's home (9 events) has no room in the new key's plan
-    config.threshold = 16;    // admission at an estimate of 8, hot above 16 events since admission
-    config.max_hot_keys = 1;  // 8 slots, one probe group: slots taken in order
-    config.lanes = 1;         // this thread: lane 0; the other thread: the shared overflow lane
-    config.seed = 21;
-    config.producer_id = 11;
-    keyroute::salting_router<> router(config);
+    keyroute::salting_router<> router(candidates_config(11));
     constexpr std::int64_t w = 29000500;
     const std::string victim = "cand-0";
 
@@ -614,14 +619,7 @@ TEST_CASE("a lane's first event of an episode goes home though home is down",
 // new key's (hot_key_info::events).
 TEST_CASE("an event that turns a slot hot after the slot changed hands takes the turning back",
           "[router][interleaving]") {
-    keyroute::salting_config config;
-    config.partitions = 64;
-    config.threshold = 16;    // admission at an estimate of 8, hot above 16 events since admission
-    config.max_hot_keys = 1;  // 8 slots, one probe group
-    config.lanes = 1;         // this thread: lane 0; the other thread: the shared overflow lane
-    config.seed = 21;
-    config.producer_id = 16;
-    keyroute::salting_router<> router(config);
+    keyroute::salting_router<> router(candidates_config(16));
     constexpr std::int64_t w = 29001000;
     const std::string victim = "cand-0";
     // As in "an event of a candidate whose slot goes to a hot key meanwhile stays home": lane 0
@@ -675,14 +673,7 @@ TEST_CASE("an event that turns a slot hot after the slot changed hands takes the
 // events there (up to 255) and its run.
 TEST_CASE("a late event of the shared lane leaves the slot's new key's counts alone",
           "[router][interleaving]") {
-    keyroute::salting_config config;
-    config.partitions = 64;
-    config.threshold = 16;
-    config.max_hot_keys = 1;  // 8 slots, one probe group
-    config.lanes = 1;         // this thread: lane 0; the other threads: the shared overflow lane
-    config.seed = 21;
-    config.producer_id = 18;
-    keyroute::salting_router<> router(config);
+    keyroute::salting_router<> router(candidates_config(18));
     constexpr std::int64_t w = 29001200;
     const std::string victim = "cand-0";
     // As in "an event that turns a slot hot after the slot changed hands takes the turning back".

@@ -885,54 +885,48 @@ TEST_CASE("an event whose copy throws is not taken", "[ordering][resequencer]") 
     CHECK(got == std::vector<int>{0});
 }
 
+namespace {
+
+// An event whose moves succeed until `*moves_left` reaches 0, and then throw once (-1: never).
+struct countdown {
+    int value = 0;
+    int* moves_left = nullptr;
+    countdown(int v, int* m) : value(v), moves_left(m) {}
+    countdown(const countdown&) = default;
+    countdown(countdown&& o) noexcept(false) : value(o.value), moves_left(o.moves_left) {
+        if (*moves_left >= 0 && (*moves_left)-- == 0) throw std::runtime_error("move");
+    }
+    auto operator=(const countdown&) -> countdown& = delete;
+    auto operator=(countdown&&) -> countdown& = delete;
+    ~countdown() = default;
+};
+
+}  // namespace
+
 TEST_CASE("a held event whose move throws stays held", "[ordering][resequencer]") {
-    struct fragile {
-        int value = 0;
-        bool* fail = nullptr;
-        fragile(int v, bool* f) : value(v), fail(f) {}
-        fragile(const fragile&) = default;
-        fragile(fragile&& o) noexcept(false) : value(o.value), fail(o.fail) {
-            if (*fail) throw std::runtime_error("move");
-        }
-        auto operator=(const fragile&) -> fragile& = delete;
-        auto operator=(fragile&&) -> fragile& = delete;
-        ~fragile() = default;
-    };
-    bool fail = false;
+    int moves_left = -1;
     std::vector<int> got;
-    keyroute::resequencer<fragile> r(
+    keyroute::resequencer<countdown> r(
         config(1000, ms(10)),
-        [&](keyroute::delivery<fragile>&& d) { got.push_back(d.event.value); },
+        [&](keyroute::delivery<countdown>&& d) { got.push_back(d.event.value); },
         [](const keyroute::gap_report&) {});
-    r.push("k", lane_a(1), fragile(1, &fail), origin{0, 0}, ms(0));  // held: waits for 0
-    fail = true;
+    r.push("k", lane_a(1), countdown(1, &moves_left), origin{0, 0}, ms(0));  // held: waits for 0
+    moves_left = 0;                                                          // its next move throws
     CHECK_THROWS_AS(r.advance_watermark(ms(10)), std::runtime_error);
     CHECK(r.held_events() == 1);  // until 0.2.7: counted out, still pending, then a hang
-    fail = false;
     r.flush();
     CHECK(got == std::vector<int>{1});
     CHECK(r.held_events() == 0);
-    CHECK(r.push("j", stamp{}, fragile(2, &fail), origin{1, 0}, ms(20)) == push_result::accepted);
+    CHECK(r.push("j", stamp{}, countdown(2, &moves_left), origin{1, 0}, ms(20)) ==
+          push_result::accepted);
     CHECK(got == std::vector<int>{1, 2});
 }
 
 TEST_CASE("an event is moved once on its way out: a throwing move loses nothing",
           "[ordering][resequencer]") {
-    // Moves succeed until `moves_left` reaches 0, then throw once. Until 0.2.13 an event was
-    // moved twice on its way to the sink (out of its slot, then into the delivery, after the
-    // bookkeeping): a throw at the second move lost it, neither held nor delivered.
-    struct countdown {
-        int value = 0;
-        int* moves_left = nullptr;
-        countdown(int v, int* m) : value(v), moves_left(m) {}
-        countdown(const countdown&) = default;
-        countdown(countdown&& o) noexcept(false) : value(o.value), moves_left(o.moves_left) {
-            if (*moves_left >= 0 && (*moves_left)-- == 0) throw std::runtime_error("move");
-        }
-        auto operator=(const countdown&) -> countdown& = delete;
-        auto operator=(countdown&&) -> countdown& = delete;
-        ~countdown() = default;
-    };
+    // Until 0.2.13 an event was moved twice on its way to the sink (out of its slot, then into
+    // the delivery, after the bookkeeping): a throw at the second move lost it, neither held
+    // nor delivered.
     int moves_left = -1;  // -1: never throw
     std::vector<int> got;
     keyroute::resequencer<countdown> r(

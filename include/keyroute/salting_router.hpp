@@ -1600,6 +1600,14 @@ private:
         return ((word - tag) >> seq_bits) & 0xffffffU;
     }
 
+    /// Whether a lane's sequence word already counts a later episode of the slot than `tag`
+    /// (the shared lane: another thread went on with a new key's).
+    [[nodiscard]] static constexpr auto later_episode(std::uint64_t word,
+                                                      std::uint64_t tag) noexcept -> bool {
+        const std::uint64_t ahead = tag_ahead(word, tag);
+        return ahead != 0 && ahead < 0x800000U;
+    }
+
     /// A tag (an episode, a window) in the top 24 bits of a word whose low 40 bits count.
     [[nodiscard]] static constexpr auto tag24(std::uint64_t v) noexcept -> std::uint64_t {
         return (v & 0xffffffU) << seq_bits;
@@ -1675,10 +1683,7 @@ private:
     [[gnu::noinline]] static auto begin_episode(const lane& ln, slot_state& ss,
                                                 std::uint64_t lane_word,
                                                 std::uint64_t episode_tag) noexcept -> bool {
-        if (ln.shared) {
-            const std::uint64_t ahead = tag_ahead(lane_word, episode_tag);
-            if (ahead != 0 && ahead < 0x800000U) return false;
-        }
+        if (ln.shared && later_episode(lane_word, episode_tag)) return false;
         ss.pending.store(0, std::memory_order_relaxed);
         ss.run_word.store(0, std::memory_order_relaxed);
         return true;
@@ -1823,13 +1828,12 @@ private:
             // (a new key's): this event's episode is then over on the lane, and restarting it
             // would repeat sequences of both. Episodes in flight differ by far less than 2^23.
             for (;;) {
-                const std::uint64_t ahead = tag_ahead(old, tag);
-                if (ahead != 0 && ahead < 0x800000U) {
+                if (later_episode(old, tag)) {
                     d.partition = unplaced(d.home, key);
                     d.salted = false;
                     return;
                 }
-                seq = ahead == 0 ? old & seq_mask : 0;
+                seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
                 if (ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
                                                       std::memory_order_release,
                                                       std::memory_order_relaxed))
