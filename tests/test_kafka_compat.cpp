@@ -381,8 +381,15 @@ TEST_CASE("keyless messages on a partitioner_cb topic are all delivered", "[kafk
         CHECK(counting.null_keys.load() == 0U);
     } else {
         CHECK(counting.null_keys.load() == n);
-        // Random over 16 partitions: 500 events leave one empty with probability ~16 * e^-31.
-        CHECK(std::count(per_partition.begin(), per_partition.end(), std::size_t{0}) == 0);
+        // rd_kafka_msg_partitioner_random draws again when its first draw is a partition whose
+        // leader is not up yet, so while the producer still connects to a broker, that
+        // broker's partitions get 1/256 of the events each and may get none (one did in CI).
+        // What a sticky or single-partition choice could not do: spread over most partitions.
+        // Even with one broker of three up, 500 events reach ~14 of 16.
+        const auto used = static_cast<std::size_t>(std::count_if(
+            per_partition.begin(), per_partition.end(), [](std::size_t c) { return c > 0; }));
+        CAPTURE(per_partition);
+        CHECK(used >= static_cast<std::size_t>(partition_count) / 2);
     }
 }
 
