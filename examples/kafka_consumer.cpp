@@ -2,12 +2,15 @@
 // with a resequencer, committing only offsets that are safe to restart from.
 //
 //     kafka_consumer [bootstrap.servers [topic [group]]]
+//     kafka_consumer --slow-first-fetch
 //
 // Without a broker address it starts librdkafka's in-process mock cluster (3 brokers on
 // 127.0.0.1, a 16-partition topic), fills it with a skewed stream routed by the salting router,
-// and consumes that. It stops once every partition is read to its end (or, on a live topic, 3 s
-// without new messages). Exit status 1 on a consume or commit error, and with the mock cluster
-// unless every seeded event was delivered once, in order, with nothing given up.
+// and consumes that; with --slow-first-fetch, one broker answers its first fetch 6.5 s late,
+// more than max_delay (ctest runs it that way too). It stops once every partition is read to its
+// end (or, on a live topic, 3 s without new messages). Exit status 1 on a consume or commit error,
+// and with the mock cluster unless every seeded event was delivered once, in order, with nothing
+// given up.
 //
 // Three choices matter for order (docs/kafka.md, "Consuming spread keys"):
 // - It reads EVERY partition of the topic itself (rd_kafka_assign; the group only keeps the
@@ -19,10 +22,10 @@
 //   meaningful against after a restart), not the messages' timestamps: producers set those, one
 //   skewed clock would move the watermark a day ahead for good, and while one partition's
 //   backlog is read, its newest timestamps would give up sequences still unread on the others.
-// - The watermark stays put until every partition has delivered a message or reached its end:
-//   a partition whose first fetch comes seconds after the others' (a busy machine, a slow
-//   broker) would otherwise find its sequences given up. After that, max_delay must cover the
-//   worst lag between partitions.
+// - The watermark clock stands still until every partition has delivered a message or reached
+//   its end, for push() as well as advance_watermark(): a partition whose first fetch comes
+//   seconds after the others' (a busy machine, a slow broker) would otherwise find its sequences
+//   given up. After that, max_delay must cover the worst lag between partitions.
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
 #include <keyroute/resequencer.hpp>
@@ -99,7 +102,7 @@ auto all_partitions(rd_kafka_t* rk, const char* topic) -> rd_kafka_topic_partiti
     return list;
 }
 
-// The watermark clock: processing time in milliseconds since the epoch.
+// Processing time in milliseconds since the epoch: the watermark clock's base.
 auto processing_time() -> std::chrono::milliseconds {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch());
@@ -134,7 +137,8 @@ auto commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) -> bool {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string brokers = argc > 1 ? argv[1] : "";
+    const bool slow_first_fetch = argc == 2 && std::string_view(argv[1]) == "--slow-first-fetch";
+    std::string brokers = argc > 1 && !slow_first_fetch ? argv[1] : "";
     const char* topic = argc > 2 ? argv[2] : "keyroute-events";
     const std::string group = argc > 3 ? argv[3] : "keyroute-example";
 
@@ -150,6 +154,13 @@ int main(int argc, char** argv) {
         brokers = rd_kafka_mock_cluster_bootstraps(mock);
         std::printf("mock cluster at %s, seeding %s\n", brokers.c_str(), topic);
         if (!seed(brokers, topic, 16)) return 1;
+        // Broker 2's first Fetch answered 6.5 s late: its partitions start after max_delay.
+        if (slow_first_fetch && rd_kafka_mock_broker_push_request_error_rtts(
+                                    mock, 2, 1 /* Fetch */, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 6500) !=
+                                    RD_KAFKA_RESP_ERR_NO_ERROR) {
+            std::fprintf(stderr, "cannot slow the mock cluster's broker 2\n");
+            return 1;
+        }
     }
 
     rd_kafka_t* rk = make(RD_KAFKA_CONSUMER, {{"bootstrap.servers", brokers},
@@ -201,10 +212,22 @@ int main(int argc, char** argv) {
     std::vector<bool> at_end(partition_count, false);
     std::size_t started_count = 0;
     std::size_t at_end_count = 0;
+    // The watermark clock: processing time that stands still until every partition has started
+    // (a partition's first fetch can come seconds after the others'). An event read before then
+    // waits its max_delay from the moment the last partition starts, not from its own read:
+    // holding only advance_watermark() back would release it at that moment, before the last
+    // partition's backlog is read.
+    const auto clock_start = processing_time();
+    std::chrono::milliseconds clock_lag{0};  // how long the start took, once every one started
+    const auto watermark_clock = [&] {
+        return started_count == partition_count ? processing_time() - clock_lag : clock_start;
+    };
     const auto mark = [&](std::int32_t partition, bool end) {
         const auto p = static_cast<std::size_t>(partition);
         if (p >= partition_count) return;
-        if (!started[p]) ++started_count;
+        if (!started[p] && ++started_count == partition_count) {
+            clock_lag = std::max(processing_time() - clock_start, std::chrono::milliseconds{0});
+        }
         started[p] = true;
         if (at_end[p] != end) at_end_count = end ? at_end_count + 1 : at_end_count - 1;
         at_end[p] = end;
@@ -212,14 +235,21 @@ int main(int argc, char** argv) {
     const auto begin = std::chrono::steady_clock::now();
     auto last_message = begin;
     // Until every partition is at its end; on a live topic, until 3 s without messages once
-    // every partition has started (30 s at most for that).
+    // every partition has started (30 s at most for that). On the mock cluster, whose topic ends,
+    // until every partition is at its end (60 s at most): a busy machine can pause 3 s.
     while (at_end_count < partition_count) {
         const auto now = std::chrono::steady_clock::now();
-        if (started_count == partition_count ? now - last_message > std::chrono::seconds(3)
-                                             : now - begin > std::chrono::seconds(30)) {
+        const bool stop = mock == nullptr && started_count == partition_count
+                              ? now - last_message > std::chrono::seconds(3)
+                              : now - begin > std::chrono::seconds(mock == nullptr ? 30 : 60);
+        if (stop) {
             if (started_count < partition_count) {
                 std::fprintf(stderr, "consume: %zu of %zu partitions never started\n",
                              partition_count - started_count, partition_count);
+                errors = true;
+            } else if (mock != nullptr) {
+                std::fprintf(stderr, "consume: %zu of %zu partitions not read to their end\n",
+                             partition_count - at_end_count, partition_count);
                 errors = true;
             }
             break;
@@ -236,7 +266,7 @@ int main(int argc, char** argv) {
                            st.value_or(keyroute::stamp{}),
                            std::string(static_cast<const char*>(m->payload), m->len),
                            keyroute::origin{static_cast<std::uint32_t>(m->partition), m->offset},
-                           processing_time());
+                           watermark_clock());
             // Refused only under overflow_policy::refuse (not this example's): the event stays
             // with the caller, to retry once held events are released.
             if (result == keyroute::push_result::refused) ++refused;
@@ -250,7 +280,7 @@ int main(int argc, char** argv) {
         if (m != nullptr) rd_kafka_message_destroy(m);
         // Every turn, with or without a message, once every partition has started: held events
         // leave on time while nothing comes.
-        if (started_count == partition_count) reseq.advance_watermark(processing_time());
+        if (started_count == partition_count) reseq.advance_watermark(watermark_clock());
     }
     // Shutting down: process what is held, then commit everything read.
     reseq.flush();

@@ -153,10 +153,11 @@ inline auto make_producer(const std::string& bootstraps, delivery_log& log,
     return make_client(RD_KAFKA_PRODUCER, conf);
 }
 
-/// Flushes `rk`; true when every queued message got its delivery report in time.
+/// Flushes `rk`; true when every queued message got its delivery report in time. (Not also
+/// rd_kafka_outq_len() == 0 afterwards: that counts error and log events too, which a broker
+/// reconnect can queue after the flush; each test checks its delivery reports one by one.)
 inline auto flush(rd_kafka_t* rk, std::chrono::milliseconds timeout) -> bool {
-    return rd_kafka_flush(rk, static_cast<int>(timeout.count())) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-           rd_kafka_outq_len(rk) == 0;
+    return rd_kafka_flush(rk, static_cast<int>(timeout.count())) == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
 /// One consumed message.

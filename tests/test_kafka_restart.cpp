@@ -86,7 +86,9 @@ struct reader {
     std::size_t duplicates = 0;
 
     void run_until(const std::function<bool()>& done) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        // A bound, not a measure: a restart waits out the dead member's session timeout and a
+        // rebalance delay (about 8 s of the mock's timers) before the first fetch.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         while (!done()) {
             if (std::chrono::steady_clock::now() > deadline) {
                 std::string at;

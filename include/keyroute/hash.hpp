@@ -34,6 +34,10 @@
 #define KEYROUTE_UNDEF_XXH_INLINE_ALL
 #endif
 #include <xxhash.h>
+// XXH3's output is fixed from xxHash 0.8.0 on; hash_partitioner<>'s mapping builds on it.
+#if !defined(XXH_VERSION_NUMBER) || XXH_VERSION_NUMBER < 800
+#error "keyroute needs xxHash 0.8 or later (xxhash.h; Debian: libxxhash-dev)"
+#endif
 #ifdef KEYROUTE_UNDEF_XXH_INLINE_ALL
 #undef XXH_INLINE_ALL
 #undef KEYROUTE_UNDEF_XXH_INLINE_ALL

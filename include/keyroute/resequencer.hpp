@@ -54,8 +54,9 @@
 /// salting router, every partition of the topic). A consumer group that splits the partitions
 /// between members cannot restore a spread key's order; assign the partitions to one consumer
 /// (docs/kafka.md, "Consuming spread keys"). Prefer processing time for the watermark clock
-/// (message timestamps come from producers' clocks), and advance it only once every partition
-/// has been read from: max_delay must cover the worst lag between partitions.
+/// (message timestamps come from producers' clocks), and hold that clock still, for push() as
+/// well as advance_watermark(), until every partition has been read from: max_delay runs from an
+/// event's push time. After that, max_delay must cover the worst lag between partitions.
 ///
 /// Thread-safety: none. One resequencer belongs to one consumer thread; calls must not overlap,
 /// and the sinks must not call back into the resequencer that invoked them (checked: such a call
@@ -473,7 +474,8 @@ public:
     ///
     /// @param key the event's key (any bytes); copied if the event is held, and by the episode a
     ///        stamped event starts.
-    /// @param st its decoded stamp, or `stamp{}` for none (`try_decode_stamp(h).value_or({})`).
+    /// @param st its decoded stamp, or `stamp{}` for none
+    ///        (`try_decode_stamp(h).value_or(keyroute::stamp{})`).
     /// @param event moved from only if the result is `accepted`.
     /// @param time its time on the watermark clock (event or processing time).
     /// @pre events of one partition are pushed in partition order; after `refused`, the same
