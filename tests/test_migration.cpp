@@ -252,6 +252,39 @@ TEST_CASE("an id a partitioner routes to outside its own gets a row of its own",
     std::uint64_t new_keys = 0;
     for (const auto& f : r.partitions) new_keys += f.new_keys;
     CHECK(new_keys == 5);
+    // The text names it for what it is (until 0.2.13 "(not enumerated)", a listing limit's word).
+    std::ostringstream text;
+    r.write_text(text);
+    CHECK_THAT(text.str(), keyroute_test::contains("(outside both)"));
+    CHECK_THAT(text.str(), !keyroute_test::contains("not enumerated"));
+}
+
+namespace {
+/// A user's id-set partitioner whose ids() returns a copy, which the has_ids contract allows.
+struct by_value_ids {
+    std::vector<std::uint32_t> m_ids{3, 10, 4};
+    [[nodiscard]] auto route(std::string_view key) const noexcept -> std::uint32_t {
+        return m_ids[key.size() % m_ids.size()];
+    }
+    [[nodiscard]] auto partitions() const noexcept -> std::uint32_t { return 3; }
+    [[nodiscard]] auto ids() const -> std::vector<std::uint32_t> { return m_ids; }
+};
+}  // namespace
+
+TEST_CASE("an ids() that returns by value is called once per use", "[migration]") {
+    // Until 0.2.13 the largest id was searched from begin() of one copy to end() of another
+    // (ASan: heap-buffer-overflow).
+    const std::vector<std::string> keys = {"a", "bb", "ccc", "dddd", "eeeee", "ffffff"};
+    const auto r = keyroute::compare_partitioners(by_value_ids{}, by_value_ids{}, keys);
+    CHECK(r.moved_keys == 0);
+    REQUIRE(r.partitions.size() == 3);
+    CHECK(r.partitions[0].partition == 3);
+    CHECK(r.partitions[1].partition == 4);
+    CHECK(r.partitions[2].partition == 10);
+    for (const auto& f : r.partitions) {
+        CHECK(f.in_old);
+        CHECK(f.old_keys == 2);
+    }
 }
 
 TEST_CASE("sparse ids are counted in a map, not an array up to the largest", "[migration]") {
@@ -291,4 +324,25 @@ TEST_CASE("the text and JSON writers print the figures", "[migration][output]") 
     CHECK(j.back() == '\n');
     CHECK(std::count(j.begin(), j.end(), '{') == 4);
     CHECK(std::count(j.begin(), j.end(), '{') == std::count(j.begin(), j.end(), '}'));
+}
+
+TEST_CASE("the text's percentages stay finite when the whole traffic is tiny",
+          "[migration][output]") {
+    // Weights are any finite values >= 0; until 0.2.13 the text scaled by 100 / traffic, which
+    // is infinite below ~1e-306 traffic, and printed inf and nan.
+    const keyroute::jump_partitioner<> a(2), b(3);
+    const std::vector<std::string> keys = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    for (const double w : {1e-308, std::numeric_limits<double>::denorm_min()}) {
+        CAPTURE(w);
+        const auto r = keyroute::compare_partitioners(a, b, keys, std::vector<double>(8, w));
+        std::ostringstream text;
+        r.write_text(text);
+        CHECK_THAT(text.str(), !keyroute_test::contains("inf"));
+        CHECK_THAT(text.str(), !keyroute_test::contains("nan"));
+        CHECK_THAT(text.str(), keyroute_test::contains("% of traffic"));
+        // Each partition's share of the old traffic, in percent, adds up to 100.
+        double old_percent = 0;
+        for (const auto& f : r.partitions) old_percent += 100 * (f.old_traffic / r.traffic);
+        CHECK(std::abs(old_percent - 100.0) < 1e-9);
+    }
 }

@@ -91,15 +91,18 @@ struct migration_report {
           << std::setw(12) << "new keys" << std::setw(12) << "keys in" << std::setw(12)
           << "keys out"
           << "\n";
-        const double scale = traffic > 0 ? 100 / traffic : 0.0;
+        // Share first, then percent: 100 / traffic overflows when the traffic is below ~1e-306.
+        const auto percent = [&](double part) {
+            return traffic > 0 ? 100 * (part / traffic) : 0.0;
+        };
         const std::size_t rows = std::min(max_rows, partitions.size());
         for (std::size_t i = 0; i < rows; ++i) {
             const partition_flow& f = partitions[i];
-            s << std::setw(10) << f.partition << std::setw(10) << f.old_traffic * scale
-              << std::setw(10) << f.new_traffic * scale << std::setw(10) << f.traffic_in * scale
-              << std::setw(10) << f.traffic_out * scale << std::setw(12) << f.old_keys
+            s << std::setw(10) << f.partition << std::setw(10) << percent(f.old_traffic)
+              << std::setw(10) << percent(f.new_traffic) << std::setw(10) << percent(f.traffic_in)
+              << std::setw(10) << percent(f.traffic_out) << std::setw(12) << f.old_keys
               << std::setw(12) << f.new_keys << std::setw(12) << f.keys_in << std::setw(12)
-              << f.keys_out << (f.in_old || f.in_new ? "" : "  (not enumerated)")
+              << f.keys_out << (f.in_old || f.in_new ? "" : "  (outside both)")
               << (f.in_old && !f.in_new ? "  (removed)" : "")
               << (f.in_new && !f.in_old ? "  (added)" : "") << "\n";
         }
@@ -109,9 +112,10 @@ struct migration_report {
         out << s.str();
     }
 
-    /// The report as one JSON object: the scalar fields above, `moved_key_share`,
-    /// `moved_traffic_share`, and `partitions`, an array of objects with the fields of
-    /// partition_flow (`partition` spelled `id`). Numbers in the C locale, 17 significant digits.
+    /// The report as one JSON object: the scalar fields above (`old_label` and `new_label`
+    /// spelled `old` and `new`), `moved_key_share`, `moved_traffic_share`, and `partitions`, an
+    /// array of objects with the fields of partition_flow (`partition` spelled `id`). Numbers in
+    /// the C locale, 17 significant digits.
     void write_json(std::ostream& out) const {
         std::ostringstream s;
         s.imbue(std::locale::classic());
@@ -174,7 +178,9 @@ auto enumerate_ids(const P& p, std::uint64_t limit, Fn&& fn) -> bool {
 template <class P>
 auto max_partition_id(const P& p) -> std::uint64_t {
     if constexpr (has_ids<P>::value) {
-        return p.ids().empty() ? 0 : *std::max_element(p.ids().begin(), p.ids().end());
+        // One call: ids() may return by value, and begin() and end() must be of one container.
+        const auto& ids = p.ids();
+        return ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end());
     } else {
         return p.partitions() == 0 ? 0 : p.partitions() - 1U;
     }

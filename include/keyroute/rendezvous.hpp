@@ -50,6 +50,9 @@ namespace keyroute {
 /// shared by any number of threads. Complexity: one hash of the key plus O(n) per route (n mixes,
 /// and n logarithms when weighted: ~1 ns resp. ~7 ns per partition, see bench/README.md); no
 /// allocation. For hundreds of partitions or more, keyroute::maglev_partitioner is O(1).
+///
+/// Moves: a moved-from rendezvous_partitioner has no ids; it may only be assigned to or destroyed
+/// (route() on it is undefined). Copies are independent and complete.
 template <class Hash = xxh3>
 class rendezvous_partitioner {
     static_assert((detail::check_hash_functor<Hash>(), true));
