@@ -238,6 +238,28 @@ TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'",
     for (int i = 0; i < 5000; ++i) CHECK_FALSE(never.decide("only-key", at(1000)).salted);
 }
 
+// A sketch cell counts up to 2^24 - 1 and saturates there. Until 0.2.13 a key was admitted (then
+// counted exactly, and salted at the threshold) only once its estimate reached half the
+// threshold, so a threshold of 2^25 - 1 or more admitted no key, ever: salting silently off.
+// The admission level is now capped at the cell's largest count. 2^24 + 2^12 events of one key
+// against the largest threshold: the key is tracked (counted exactly, not hot yet).
+TEST_CASE("bad-input: a threshold above what a sketch cell counts still admits the key",
+          "[bad-input][router][config]") {
+    auto c = router_config(2, 0xffffffffULL);
+    c.lanes = 1;
+    keyroute::salting_router<> router(c);
+    const std::uint64_t events = (std::uint64_t{1} << 24U) + 4096;
+    std::uint64_t salted = 0;
+    for (std::uint64_t i = 0; i < events; ++i) salted += router.decide("k", at(1000)).salted;
+    CHECK(salted == 0);
+    const keyroute::salting_stats s = router.stats();
+    REQUIRE(s.hot_keys.size() == 1);
+    CHECK(s.hot_keys[0].key == "k");
+    CHECK_FALSE(s.hot_keys[0].salted);
+    CHECK(s.hot_keys[0].events > 0);
+    CHECK(s.hot_keys[0].events <= events);
+}
+
 TEST_CASE("bad-input: zero or negative windows and out-of-range settings are refused",
           "[bad-input][router][config]") {
     using router = keyroute::salting_router<>;
@@ -251,6 +273,11 @@ TEST_CASE("bad-input: zero or negative windows and out-of-range settings are ref
     CHECK_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
     c.auto_fraction = 1.5;
     CHECK_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
+    // Named with every digit that tells it from a valid one (until 0.2.13 "got 1.000000").
+    c.auto_fraction = 1.0000001;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("got 1.0000001"));
+    c.auto_fraction = -1e-12;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("got -9.9999999999999998e-13"));
     c = router_config(8, 0);
     c.min_threshold = 0;
     CHECK_THROWS_WITH(router(c), keyroute_test::contains("min_threshold"));
@@ -566,7 +593,7 @@ TEST_CASE("bad-input: events at the very ends of the resequencer's clock",
 // which would draw hot keys onto it), and stats().routed stays exact. It drives 2^32 + 3 events
 // (minutes in a Release build), so it is hidden: run it with `test_bad_input "[.overflow]"`.
 TEST_CASE("bad-input: more than 2^32 events to one partition in one window", "[.overflow]") {
-    auto c = router_config(2, 0xffffffffULL);  // never hot: the key stays untracked
+    auto c = router_config(2, 0xffffffffULL);  // hot only at its last 4 events
     c.lanes = 1;
     keyroute::salting_router<> router(c);
     const std::uint64_t events = (std::uint64_t{1} << 32U) + 3;

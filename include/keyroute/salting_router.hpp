@@ -513,7 +513,8 @@ private:
     // came out worse (simulate --seeds 20: 12 of 20 placements within 1.10 max/mean, against 15
     // unsampled and at 4), for 5 fewer instructions per route than at 4.
     static constexpr std::uint32_t max_sample_stride_one_lane = 4;
-    static constexpr std::uint32_t min_slice_width = 256;  // cells of a lane's slice of a row
+    static constexpr std::uint32_t min_slice_width = 256;        // cells of a lane's slice of a row
+    static constexpr std::uint32_t sketch_cell_max = 0xffffffU;  // a cell's count saturates here
     static constexpr std::uint32_t max_ordered_partitions = 16384;
     // Room above the level the hot keys' volume fills the partitions to, as a fraction of the
     // mean: plan_headroom for the rollover's plans, headroom for plans made inside a window from
@@ -525,7 +526,15 @@ private:
     // The rollover's plans give no partition less than this fraction of the mean.
     static constexpr double plan_sliver = 0.005;
 
+    // A lane's sequence numbers and exact counts take the low seq_bits of a word, a 24-bit tag
+    // the rest. KEYROUTE_DETAIL_SEQ_BITS is a test hook (test_sequence_wrap runs with 12 bits
+    // to reach the end of an episode's numbers); never define it elsewhere.
+#ifdef KEYROUTE_DETAIL_SEQ_BITS
+    static constexpr std::uint64_t seq_bits = KEYROUTE_DETAIL_SEQ_BITS;
+#else
     static constexpr std::uint64_t seq_bits = 40;
+#endif
+    static_assert(seq_bits >= 8 && seq_bits <= 40, "a word holds seq_bits and a 24-bit tag");
     static constexpr std::uint64_t seq_mask = (std::uint64_t{1} << seq_bits) - 1;
 
     enum : std::uint32_t { state_free = 0, state_claiming = 1, state_live = 2 };
@@ -660,7 +669,7 @@ private:
                  std::to_string(c.window.count()) + " ms");
         }
         if (!(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0)) {
-            fail("auto_fraction must be in (0, 1], got " + std::to_string(c.auto_fraction));
+            fail("auto_fraction must be in (0, 1], got " + detail::exact_number(c.auto_fraction));
         }
         if (c.min_threshold == 0) fail("min_threshold must be at least 1, got 0");
         if (c.min_threshold > 0xffffffffULL)  // as threshold: levels are derived from it in 64 bits
@@ -1281,7 +1290,11 @@ private:
                 std::min(admit_level,
                          static_cast<std::uint64_t>(std::max(early, std::ceil(pr.bar / pr.scale))));
         }
-        const std::uint64_t admit = std::max<std::uint64_t>(std::max(admit_level, background), 2);
+        // At most a sketch cell's largest count, where cells saturate: above it no key could be
+        // admitted, and a threshold of 2^25 - 1 or more (or a window of more than 2^22 events
+        // per sketch column) turned salting off without a word until 0.2.13.
+        const std::uint64_t admit = std::min<std::uint64_t>(
+            std::max<std::uint64_t>(std::max(admit_level, background), 2), sketch_cell_max);
         lv.admit.store(admit, std::memory_order_relaxed);
         // The sketch is sampled (see sampled()) at a stride that keeps the noise of a weight of
         // stride * active lanes, sqrt(stride * active * admit), under a tenth of the admission
@@ -1409,8 +1422,8 @@ private:
         const std::uint32_t ca = (va & 0xff000000U) == tag ? va & 0xffffffU : 0;
         const std::uint32_t cb = (vb & 0xff000000U) == tag ? vb & 0xffffffU : 0;
         const std::uint32_t m = std::min(ca, cb);
-        if (m == 0xffffffU) return m;  // saturated
-        const std::uint32_t next = std::min<std::uint32_t>(m + weight, 0xffffffU);
+        if (m == sketch_cell_max) return m;  // saturated
+        const std::uint32_t next = std::min<std::uint32_t>(m + weight, sketch_cell_max);
         // Both cells are written, without a test of which one was the smallest (on skewed keys
         // that branch was mispredicted on about one event in five). Racing threads may lose an
         // increment here; the sketch only nominates candidates.
@@ -1816,13 +1829,25 @@ private:
         }
 
         // The stamp: (producer, lane, episode, sequence), the sequence restarting with each
-        // episode.
+        // episode. A lane's numbers of one episode end at seq_mask - 1 (2^40 - 2): that event
+        // goes home, like the last of an episode that cools, and the lane's later events of the
+        // episode go home unstamped (until 0.2.13 the number wrapped to 0, and a resequencer
+        // dropped every later event of the episode as a duplicate). The word then holds
+        // seq_mask, which no event takes.
         const std::uint64_t tag = episode_tag;
         std::uint64_t old = ss.seq_word.load(std::memory_order_relaxed);
         std::uint64_t seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
         if (!ln.shared) {
+            // One test for three rare numbers: 0, the last (seq_mask - 1), none left (seq_mask).
+            if (__builtin_expect(seq - 1 >= seq_mask - 2, 0)) {
+                d.partition = unplaced(d.home, key);
+                if (seq == seq_mask) {
+                    d.salted = false;
+                    return;
+                }
+            }
             // Release: unflushed() reads the lane's pending events after the tag (acquire).
-            ss.seq_word.store(tag | ((seq + 1) & seq_mask), std::memory_order_release);
+            ss.seq_word.store(tag | (seq + 1), std::memory_order_release);
         } else {
             // On the shared lane another thread may already count a later episode of the slot
             // (a new key's): this event's episode is then over on the lane, and restarting it
@@ -1834,18 +1859,26 @@ private:
                     return;
                 }
                 seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
-                if (ss.seq_word.compare_exchange_weak(old, tag | ((seq + 1) & seq_mask),
-                                                      std::memory_order_release,
-                                                      std::memory_order_relaxed))
+                if (__builtin_expect(seq == seq_mask, 0)) {
+                    d.partition = unplaced(d.home, key);
+                    d.salted = false;
+                    return;
+                }
+                if (ss.seq_word.compare_exchange_weak(
+                        old, tag | (seq + 1), std::memory_order_release, std::memory_order_relaxed))
                     break;
             }
+            if (__builtin_expect(seq == 0 || seq == seq_mask - 1, 0)) {
+                d.partition = unplaced(d.home, key);
+            }
         }
-        // The lane's sequence 0 of the episode goes where the key's unstamped events go, after
-        // the lane's earlier events of the key there (the resequencer's contract), even when
-        // the key is hot (another lane made it so, or this event did), or that partition is
-        // down. Until 0.2.11 a lane joining a hot key placed it in a run off home, and a
-        // consumer could deliver it before those. On the shared lane, whichever thread took 0.
-        if (__builtin_expect(seq == 0, 0)) d.partition = unplaced(d.home, key);
+        // (Both branches above.) The lane's sequence 0 of the episode goes where the key's
+        // unstamped events go, after the lane's earlier events of the key there (the
+        // resequencer's contract), even when the key is hot (another lane made it so, or this
+        // event did), or that partition is down. Until 0.2.11 a lane joining a hot key placed it
+        // in a run off home, and a consumer could deliver it before those. On the shared lane,
+        // whichever thread took 0. The lane's last number goes home as well, as the last event
+        // of an episode that cools does.
         // The slot may have been handed to another key since the check after the placement:
         // the stamp (this key's episode and number) orders the event. (Until 0.2.6 such an event
         // went home unstamped, after taking a number: the episode's number on the lane then had
@@ -2134,9 +2167,11 @@ private:
             // The base partitioner hashes to 64 bits: key the tracking hash on it with the secret
             // instead of hashing the key twice (one 128-bit multiply: a full 64-bit finalizer
             // here cost about 6 to 9 more instructions per event). Keys whose full 64-bit base
-            // hashes collide (crafted at about 2^32 work) share the tracking hash, and they share a
-            // partition; other pairs share it by chance, about once in 2^64, and no one can aim
-            // for it without the secrets.
+            // hashes collide share the tracking hash (and its exact count), and they share a
+            // partition. XXH3 is not built against crafted collisions: for 16-byte keys one can
+            // be solved for directly (a review in 0.2.13 did), so an adversary's events can make
+            // another key hot (spread, with stamps: nothing lost). Other pairs share it by
+            // chance, about once in 2^64. docs/bad-input.md says to use a 32-bit base then.
             const auto base_hash = m_base.hash(key);
             d.home = m_base.reduce(base_hash);
             h = detail::mul_fold64(base_hash ^ m_secret, m_secret_out);

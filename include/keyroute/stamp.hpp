@@ -47,10 +47,10 @@ struct stamp {
     std::uint64_t episode = 0;   ///< >= 1 for a real stamp; unique per (producer, lane)
     /// 0, 1, 2, ... within the episode, without gaps; 2^64-1 would be the episode's last (the
     /// resequencer then treats the episode as finished). The router counts a lane's sequence in
-    /// 40 bits: a lane that routes 2^40 events of one key in one episode (12.7 days of a million
-    /// events a second of that key on that lane) starts over at 0, a known limit: a resequencer
-    /// that still remembers the episode reports every later event of it a duplicate and drops
-    /// it.
+    /// 40 bits: a lane's last number in an episode is 2^40 - 2 (after 12.7 days of a million
+    /// events a second of that key on that lane), that event goes home, and the lane's later
+    /// events of the episode go home unstamped (until 0.2.13 the number wrapped to 0, and a
+    /// resequencer dropped every later event of the episode as a duplicate).
     std::uint64_t sequence = 0;
     bool salted = false;  ///< the key was being spread when this event was routed
 

@@ -4,6 +4,7 @@
 /// The few macros keyroute needs, the one way it reports bad configuration, and the trait that
 /// tells a partitioner configured over an explicit id set.
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -28,6 +29,14 @@ namespace keyroute::detail {
     std::fprintf(stderr, "keyroute: invalid argument: %s\n", message.c_str());
     std::abort();
 #endif
+}
+
+/// A double in an error message, every digit that tells it apart (std::to_string prints six
+/// decimals: 1.0000001 came out as "1.000000", -1e-12 as "-0.000000").
+inline auto exact_number(double v) -> std::string {
+    std::array<char, 32> buf{};
+    std::snprintf(buf.data(), buf.size(), "%.17g", v);
+    return buf.data();
 }
 
 /// Same as invalid_argument, for an error found while parsing external input (a stamp, a file).

@@ -1,0 +1,141 @@
+// The end of a lane's sequence numbers within one episode. The router counts them in 40 bits
+// (2^40 events of one key on one lane, in one episode: 12.7 days at a million a second); this
+// test builds it with 12 (the router's test hook) to get there. Until 0.2.13 the number wrapped
+// to 0 within the episode and a resequencer dropped every later event as a duplicate; now the
+// lane's last number goes home and its later events of the episode go home unstamped, which the
+// resequencer orders behind it (rule 2).
+#define KEYROUTE_DETAIL_SEQ_BITS 12
+
+#include "keyroute_catch.hpp"
+#include "router_config.hpp"
+
+#include <keyroute/resequencer.hpp>
+#include <keyroute/salting_router.hpp>
+#include <keyroute/stamp.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+using time_point = std::chrono::system_clock::time_point;
+
+constexpr std::uint64_t last_number = (std::uint64_t{1} << 12U) - 2;  // seq_mask - 1
+
+struct routed {
+    std::uint32_t partition = 0;
+    std::uint32_t home = 0;
+    keyroute::stamp st;
+};
+
+/// Routes `events` events of one key in one window (one episode) on one thread: on a lane of its
+/// own, or (shared) on the router's shared lane, while another thread holds its only lane.
+auto route_one_key(bool shared, std::size_t events) -> std::vector<routed> {
+    keyroute::salting_router<> router(keyroute_test::router_config(8, 8, 1));
+    std::promise<void> holding;
+    std::promise<void> done;
+    std::thread holder;
+    if (shared) {
+        holder = std::thread([&] {
+            (void)router.decide("another key", time_point(ms(1000)));  // takes lane 0
+            holding.set_value();
+            done.get_future().wait();
+        });
+        holding.get_future().wait();
+    }
+    std::vector<routed> out;
+    for (std::size_t i = 0; i < events; ++i) {
+        const auto d = router.decide("k", time_point(ms(1000)));
+        out.push_back({d.partition, d.home, d.stamp});
+    }
+    if (shared) {
+        done.set_value();
+        holder.join();
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a lane's last sequence number of an episode goes home; later events go home unstamped",
+          "[router][ordering]") {
+    // A lane of its own (a relaxed store) or the shared lane (a compare-exchange): both end the
+    // same way.
+    const bool shared = GENERATE(false, true);
+    CAPTURE(shared);
+    const std::size_t events = 2 * (last_number + 2) + 100;
+    const auto r = route_one_key(shared, events);
+    std::set<std::tuple<std::uint64_t, std::uint16_t, std::uint64_t, std::uint64_t>> seen;
+    std::uint64_t stamped = 0;
+    std::uint64_t off_home = 0;
+    std::size_t last_at = events;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        const routed& e = r[i];
+        if (e.st) {
+            ++stamped;
+            CHECK(last_at == events);  // nothing stamped after the last number
+            CHECK(seen.insert({e.st.producer, e.st.lane, e.st.episode, e.st.sequence}).second);
+            CHECK(e.st.sequence <= last_number);
+            if (e.st.sequence == last_number) {
+                last_at = i;
+                CHECK(e.partition == e.home);
+            }
+        } else if (last_at != events) {
+            CHECK(e.partition == e.home);  // after the last number: home, unstamped
+        }
+        off_home += e.partition != e.home ? 1U : 0U;
+    }
+    CHECK(stamped == last_number + 1);  // 0 .. last_number, each once
+    CHECK(last_at < events);
+    CHECK(off_home > 0);  // the key was spread before its numbers ran out
+}
+
+TEST_CASE("past the end of a lane's numbers a resequencer delivers every event once, in order",
+          "[router][ordering]") {
+    const std::size_t events = 2 * (last_number + 2) + 100;
+    const auto r = route_one_key(false, events);
+    // The consumer reads the partitions round robin, one event from each in turn.
+    std::vector<std::deque<std::pair<int, keyroute::stamp>>> partitions(8);
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        partitions[r[i].partition].emplace_back(static_cast<int>(i), r[i].st);
+    }
+    std::vector<int> delivered;
+    std::uint64_t gaps = 0;
+    keyroute::resequencer_config rc;
+    rc.max_delay = ms(1000);
+    keyroute::resequencer<int> reseq(
+        rc, [&](keyroute::delivery<int>&& d) { delivered.push_back(d.event); },
+        [&](const keyroute::gap_report&) { ++gaps; });
+    std::vector<std::int64_t> offsets(8, 0);
+    std::uint64_t duplicates = 0;
+    for (bool any = true; any;) {
+        any = false;
+        for (std::uint32_t p = 0; p < 8; ++p) {
+            if (partitions[p].empty()) continue;
+            any = true;
+            const auto [event, st] = partitions[p].front();
+            partitions[p].pop_front();
+            const auto result =
+                reseq.push("k", st, event, keyroute::origin{p, offsets[p]++}, ms(0));
+            duplicates += result == keyroute::push_result::duplicate ? 1U : 0U;
+        }
+    }
+    reseq.flush();
+    CHECK(duplicates == 0);
+    CHECK(gaps == 0);
+    REQUIRE(delivered.size() == events);
+    std::size_t out_of_order = 0;
+    for (std::size_t i = 0; i < delivered.size(); ++i) {
+        out_of_order += delivered[i] != static_cast<int>(i) ? 1U : 0U;
+    }
+    CHECK(out_of_order == 0);
+}
