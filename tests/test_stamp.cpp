@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -113,6 +114,20 @@ TEST_CASE("every stamp_error has its own path", "[ordering][stamp]") {
     CHECK(keyroute::try_decode_stamp(bytes_of({0x01, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
                                                0xFF, 0xFF, 0x01, 0x00, 0x01, 0x00}))
               ->producer == std::numeric_limits<std::uint64_t>::max());
+
+    // A varint padded with 0x80 bytes within 64 bits (not the shortest form) is accepted, as any
+    // LEB128 reader does (docs/bad-input.md): producer 5 as 85 80 00, lane 2 as 82 80 80 00, and
+    // the longest stamp the decoder reads, every varint ten bytes (2 + 4 x 10 = 42).
+    const auto padded = keyroute::try_decode_stamp(
+        bytes_of({0x01, 0x00, 0x85, 0x80, 0x00, 0x82, 0x80, 0x80, 0x00, 0x09, 0xAC, 0x02}));
+    REQUIRE(padded.has_value());
+    CHECK(*padded == stamp{5, 2, 9, 300, false});
+    std::string longest = bytes_of({0x01, 0x01});
+    for (int field = 0; field < 4; ++field) {
+        longest += bytes_of({0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00});
+    }
+    CHECK(longest.size() == 42);
+    CHECK(keyroute::try_decode_stamp(longest) == std::optional<stamp>(stamp{1, 1, 1, 1, true}));
 
     // Without an error pointer the decoder still fails cleanly.
     CHECK_FALSE(keyroute::try_decode_stamp("").has_value());
