@@ -692,6 +692,14 @@ private:
     }
 
     /// The window's length in the clock's ticks (validate() made it a whole, positive number).
+    /// How many windows ahead an event must be for its window to need a second event
+    /// (enter_window): more than an hour's and more than one.
+    [[nodiscard]] auto jump_windows() const noexcept -> std::int64_t {
+        const auto window_ms = std::max<std::int64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(m_config.window).count(), 1);
+        return std::max<std::int64_t>((3600000 + window_ms - 1) / window_ms, 1);
+    }
+
     [[nodiscard]] auto window_ticks() const noexcept -> std::int64_t {
         return static_cast<std::int64_t>(
             std::chrono::duration_cast<typename Clock::duration>(m_config.window).count());
@@ -762,9 +770,26 @@ private:
     /// no lane routes in a window whose plan, run counters and reservations are still being
     /// reset. Events of the next window that other threads route meanwhile count in the current
     /// one, as late events (they do not wait: the route path takes no lock).
+    ///
+    /// A jump of more than an hour and more than one window takes a second event within a
+    /// window of the first: the first counts in the current window. Windows never go back, so
+    /// one stray time far ahead (a garbage timestamp) would otherwise hold the router in its
+    /// window until real time got there, every event counting in it: cold keys added up to the
+    /// threshold and were spread (until 0.2.13). After a real gap the second event moves it.
+    /// The router's first window is taken as it comes.
     auto enter_window(std::int64_t ew) noexcept -> std::int64_t {
         std::int64_t current = m_window.load(std::memory_order_acquire);
         if (ew <= current) return current;
+        std::int64_t far = 0;
+        if (current != detail::no_window &&
+            !__builtin_add_overflow(current, jump_windows(), &far) && ew > far) {
+            // Near: seen - ew in {-1, 0, 1}, computed modulo 2^64 (seen may be far from ew, or
+            // no_window).
+            const std::int64_t seen = m_jump_to.exchange(ew, std::memory_order_relaxed);
+            const std::uint64_t apart =
+                static_cast<std::uint64_t>(seen) - static_cast<std::uint64_t>(ew) + 1U;
+            if (apart > 2U) return current;
+        }
         bool busy = false;
         if (!m_rolling.compare_exchange_strong(busy, true, std::memory_order_acquire)) {
             return current;
@@ -2280,6 +2305,7 @@ private:
     std::atomic<std::int64_t> m_fill_window[2] = {detail::no_window, detail::no_window};
     // Read on every event, written once a window.
     alignas(64) std::atomic<std::int64_t> m_window{detail::no_window};
+    std::atomic<std::int64_t> m_jump_to{detail::no_window};  // a jump's first window (enter_window)
     std::atomic<bool> m_rolling{false};  // a thread is moving m_window (enter_window)
     std::atomic<std::int64_t> m_prev_window{detail::no_window};
     std::atomic<std::uint64_t> m_prev_total{0};
