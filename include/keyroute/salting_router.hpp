@@ -338,8 +338,10 @@ public:
     }
 
     /// The whole decision for `key` at event time `now`. A later time than the current window
-    /// opens its window; an earlier time (a late event, or a clock set back) counts in the current
-    /// window, which then simply lasts until the clock reaches its end: windows never go back.
+    /// opens its window (more than an hour ahead, at the second event near it: one stray time
+    /// far ahead moves nothing); an earlier time (a late event, or a clock set back) counts in
+    /// the current window, which then simply lasts until the clock reaches its end: windows
+    /// never go back (docs/bad-input.md, Time: a clock that stays far ahead and steps back).
     [[nodiscard]] auto decide(std::string_view key, time_point now) noexcept -> route_decision {
         return decide_at(key, now);
     }
