@@ -70,7 +70,7 @@ public:
     static constexpr std::uint32_t default_table_size = 65537;
 
     /// The largest table size accepted: 2^31 - 1 (a prime; 8 GiB of table, 16 GiB while built, plus
-    /// 4 resp. 24 bytes per id).
+    /// 4 resp. 20 bytes per id).
     static constexpr std::uint32_t max_table_size = 0x7fffffffU;
 
     /// The smallest prime >= max(65537, 100 * max_partitions): a table size that keeps the load

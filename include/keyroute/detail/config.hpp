@@ -31,11 +31,15 @@ namespace keyroute::detail {
 #endif
 }
 
-/// A double in an error message, every digit that tells it apart (std::to_string prints six
-/// decimals: 1.0000001 came out as "1.000000", -1e-12 as "-0.000000").
+/// A double in an error message: the shortest of 15, 16 or 17 significant digits that reads
+/// back as the same value (std::to_string prints six decimals: 1.0000001 came out as
+/// "1.000000", -1e-12 as "-0.000000").
 inline auto exact_number(double v) -> std::string {
     std::array<char, 32> buf{};
-    std::snprintf(buf.data(), buf.size(), "%.17g", v);
+    for (const int digits : {15, 16, 17}) {
+        std::snprintf(buf.data(), buf.size(), "%.*g", digits, v);
+        if (digits == 17 || std::strtod(buf.data(), nullptr) == v) break;
+    }
     return buf.data();
 }
 
