@@ -1,6 +1,7 @@
 // libFuzzer target for keyroute::salting_router, driven by a fuzzed configuration and a fuzzed
 // sequence of keys, event times (steps, jumps back an hour, forward a year, anywhere, the clock's
-// first and last ticks) and partitions going down and up. Checked after every call:
+// first and last ticks; a jump of more than an hour takes effect at its second event) and
+// partitions going down and up. Checked after every call:
 // - every partition is below the partition count, and `home` is the base partitioner's;
 // - a decision that is not salted stays home (failover off) or goes home or to an available
 //   partition (failover on);
@@ -123,6 +124,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::int64_t now_ms = static_cast<std::int64_t>(in.u64(6)) % time_limit_ms;
     std::int64_t window = std::numeric_limits<std::int64_t>::min();  // the router's, never back
     std::map<std::string, std::uint64_t> in_window;                  // events per key, this window
+    // A jump of more than an hour's windows (and more than one) moves the router's window at the
+    // second event within a window of the first (the first counts in the window it left); the
+    // router remembers the last such event's window.
+    std::int64_t jump_to = std::numeric_limits<std::int64_t>::min();
     std::uint64_t calls = 0;
     std::uint64_t salted = 0;
     const std::int64_t len = config.window.count();
@@ -168,11 +173,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
         std::int64_t ew = t_ms / len;
         if (t_ms % len < 0) --ew;
-        if (ew > window) {
-            window = ew;
-            in_window.clear();
-        }
+        const std::int64_t jump_windows = std::max<std::int64_t>((hour_ms + len - 1) / len, 1);
         for (std::size_t i = 0; i < burst; ++i) {
+            if (ew > window) {
+                bool moves = true;
+                if (window != std::numeric_limits<std::int64_t>::min() &&
+                    ew - window > jump_windows) {
+                    const std::int64_t before = jump_to;
+                    jump_to = ew;
+                    moves = before >= ew - 1 && before <= ew + 1;
+                }
+                if (moves) {
+                    window = ew;
+                    in_window.clear();
+                }
+            }
             const keyroute::route_decision d = router->decide(key, t);
             ++calls;
             const std::uint64_t seen = ++in_window[key];
