@@ -30,6 +30,8 @@ using ms = std::chrono::milliseconds;
 using time_point = std::chrono::system_clock::time_point;
 
 constexpr std::uint64_t last_number = (std::uint64_t{1} << 12U) - 2;  // seq_mask - 1
+// Past the last number twice over: every case below routes this many events of one key.
+constexpr std::size_t events = 2 * (last_number + 2) + 100;
 
 struct routed {
     std::uint32_t partition = 0;
@@ -39,7 +41,7 @@ struct routed {
 
 /// Routes `events` events of one key in one window (one episode) on one thread: on a lane of its
 /// own, or (shared) on the router's shared lane, while another thread holds its only lane.
-auto route_one_key(bool shared, std::size_t events) -> std::vector<routed> {
+auto route_one_key(bool shared) -> std::vector<routed> {
     auto c = keyroute_test::router_config(8, 8, 1);
     c.run_length = 7;  // at 32 the run holding the last numbers happened to be home's
     keyroute::salting_router<> router(c);
@@ -74,8 +76,7 @@ TEST_CASE("a lane's last sequence number of an episode goes home; later events g
     // same way.
     const bool shared = GENERATE(false, true);
     CAPTURE(shared);
-    const std::size_t events = 2 * (last_number + 2) + 100;
-    const auto r = route_one_key(shared, events);
+    const auto r = route_one_key(shared);
     std::set<std::tuple<std::uint64_t, std::uint16_t, std::uint64_t, std::uint64_t>> seen;
     std::uint64_t stamped = 0;
     std::uint64_t off_home = 0;
@@ -108,8 +109,7 @@ TEST_CASE("past the end of a lane's numbers a resequencer delivers every event o
           "[router][ordering]") {
     const bool shared = GENERATE(false, true);
     CAPTURE(shared);
-    const std::size_t events = 2 * (last_number + 2) + 100;
-    const auto r = route_one_key(shared, events);
+    const auto r = route_one_key(shared);
     // The consumer reads the partitions round robin, one event from each in turn.
     std::vector<std::deque<std::pair<int, keyroute::stamp>>> partitions(8);
     for (std::size_t i = 0; i < r.size(); ++i) {

@@ -693,7 +693,6 @@ private:
         return resolved;
     }
 
-    /// The window's length in the clock's ticks (validate() made it a whole, positive number).
     /// How many windows ahead an event must be for its window to need a second event
     /// (enter_window): more than an hour's and more than one.
     [[nodiscard]] auto jump_windows() const noexcept -> std::int64_t {
@@ -702,6 +701,7 @@ private:
         return std::max<std::int64_t>((3600000 + window_ms - 1) / window_ms, 1);
     }
 
+    /// The window's length in the clock's ticks (validate() made it a whole, positive number).
     [[nodiscard]] auto window_ticks() const noexcept -> std::int64_t {
         return static_cast<std::int64_t>(
             std::chrono::duration_cast<typename Clock::duration>(m_config.window).count());
@@ -1446,8 +1446,8 @@ private:
                      ((base + static_cast<std::uint32_t>((h >> 32U) & mask)) & m_sketch_mask)];
         const std::uint32_t va = a.load(std::memory_order_relaxed);
         const std::uint32_t vb = b.load(std::memory_order_relaxed);
-        const std::uint32_t ca = (va & 0xff000000U) == tag ? va & 0xffffffU : 0;
-        const std::uint32_t cb = (vb & 0xff000000U) == tag ? vb & 0xffffffU : 0;
+        const std::uint32_t ca = (va & 0xff000000U) == tag ? va & sketch_cell_max : 0;
+        const std::uint32_t cb = (vb & 0xff000000U) == tag ? vb & sketch_cell_max : 0;
         const std::uint32_t m = std::min(ca, cb);
         if (m == sketch_cell_max) return m;  // saturated
         const std::uint32_t next = std::min<std::uint32_t>(m + weight, sketch_cell_max);
@@ -1879,14 +1879,10 @@ private:
             // On the shared lane another thread may already count a later episode of the slot
             // (a new key's): this event's episode is then over on the lane, and restarting it
             // would repeat sequences of both. Episodes in flight differ by far less than 2^23.
+            // Over as well when the lane's numbers are used up (seq_mask).
             for (;;) {
-                if (later_episode(old, tag)) {
-                    d.partition = unplaced(d.home, key);
-                    d.salted = false;
-                    return;
-                }
                 seq = (old & ~seq_mask) == tag ? old & seq_mask : 0;
-                if (__builtin_expect(seq == seq_mask, 0)) {
+                if (later_episode(old, tag) || __builtin_expect(seq == seq_mask, 0)) {
                     d.partition = unplaced(d.home, key);
                     d.salted = false;
                     return;
