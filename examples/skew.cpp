@@ -1,7 +1,11 @@
-// skew: how your keys would spread over partitions under static hashing, under the seed's
-// salting router and under keyroute's salting router, and how much ordering each gives up.
+// skew: how your keys would spread over partitions under static hashing, under a naive
+// per-minute router (count each key per minute; past a threshold, round-robin over three
+// sub-keys) and under keyroute's salting router, and how much ordering each gives up.
 //
 //   skew [options] [FILE | -]
+//
+// --html FILE also writes the report as one self-contained HTML page with charts
+// (examples/skew_html.hpp).
 //
 // FILE holds one key per line ("-" reads standard input); with --csv-column N, the key is the
 // N-th field (from 1) of each CSV line. With no FILE, skew runs its built-in workload: one tenant
@@ -15,6 +19,7 @@
 // Exit status: 0 on success, 1 if the input cannot be read, holds no key or has a malformed CSV
 // line (or the output cannot be written), 2 for a bad option.
 #include "../bench/workloads.hpp"
+#include "skew_html.hpp"
 
 #include <keyroute/detail/json.hpp>  // the reports' JSON string writer (built with this tool)
 #include <keyroute/jump.hpp>
@@ -37,6 +42,7 @@
 #include <cwchar>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
@@ -69,9 +75,10 @@ inline void prefetch(const void* address) {
 
 constexpr const char* usage_text = R"(usage: skew [options] [FILE | -]
 
-Shows how keys spread over partitions under static hashing, the seed's router and keyroute's
-salting router: per-partition load, max/mean, the hottest keys and their fan-out, and how much
-ordering each gives up.
+Shows how keys spread over partitions under static hashing, a naive per-minute router (count
+each key per window; past a threshold, round-robin over three sub-keys) and keyroute's salting
+router: per-partition load, max/mean, the hottest keys and how many partitions each uses, and
+how much ordering each gives up.
 
 input:
   FILE                one key per line ("-": standard input); empty lines are skipped, a
@@ -98,8 +105,8 @@ routing:
   --rate EVENTS/S     event i happens at i / rate s (default: the input spans 4 windows; a
                       rate that puts the last event past the clock's range is refused)
   --threshold N       keyroute's hot threshold, events per key per window (default 0 = auto)
-  --seed-threshold N  the seed's threshold (default: a tenth of the mean events per partition
-                      per window)
+  --naive-threshold N the naive router's threshold (default: a tenth of the mean events per
+                      partition per window; --seed-threshold is the same option)
 
 output:
   --top N             partitions in each bar chart (default 8)
@@ -108,6 +115,8 @@ output:
                       (the per-partition report for the scheme in use)
   --migrate-detail    with --migrate: the per-partition report of every scheme
   --json              one JSON object on standard output instead of text
+  --html FILE         also write the report to FILE as one HTML page with charts (no script,
+                      nothing fetched: open it in any browser)
   -h, --help          this help
 
 Exit status: 0 success, 1 unreadable, empty or malformed input or unwritable output, 2 bad usage.
@@ -139,6 +148,7 @@ struct options {
     std::uint32_t migrate = 0;
     bool migrate_detail = false;
     bool json = false;
+    std::string html;  // empty: no HTML report
 };
 
 auto parse_uint(const std::string& option, const char* text, std::uint64_t min, std::uint64_t max)
@@ -219,7 +229,7 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
             o.rate = parse_positive(a, value());
         } else if (a == "--threshold") {
             o.threshold = parse_uint(a, value(), 0, 0xffffffffULL);
-        } else if (a == "--seed-threshold") {
+        } else if (a == "--naive-threshold" || a == "--seed-threshold") {
             o.seed_threshold = parse_uint(a, value(), 1, 0xffffffffULL);
         } else if (a == "--top") {
             o.top = static_cast<std::size_t>(parse_uint(a, value(), 0, 1000000));
@@ -231,6 +241,9 @@ auto parse_options(int argc, char** argv, bool& help) -> options {
             o.migrate_detail = true;
         } else if (a == "--json") {
             o.json = true;
+        } else if (a == "--html") {
+            o.html = value();
+            if (o.html.empty()) throw usage_error("--html needs a file name");
         } else if (a.size() > 1 && a[0] == '-') {
             throw usage_error("unknown option '" + a + "'");
         } else if (o.have_file) {
@@ -589,7 +602,7 @@ auto make_timeline(std::uint64_t events, double rate, double window_s) -> timeli
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::milliseconds(start_ms)));
     t.ns_per_event = 1e9 / rate;
-    // The last event's time must fit the clock, and the window count 32 bits (the seed's
+    // The last event's time must fit the clock, and the window count 32 bits (the naive router's
     // per-key counters keep a 32-bit window): a rate low enough to break either is refused.
     if (!std::isfinite(t.ns_per_event)) {
         std::ostringstream msg;
@@ -821,7 +834,7 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
             std::move(r), prog, [&](std::uint64_t, std::uint32_t id) { return home[id]; },
             [](std::uint64_t, std::uint32_t) {}));
     }
-    // 2. The seed's algorithm: count each key per window; past the threshold, key + "_sub_" +
+    // 2. The naive router: count each key per window; past the threshold, key + "_sub_" +
     //    (count % 3). The static hash stands in for md5 (bench/seed_router.hpp has the md5 port).
     {
         a.seed_threshold =
@@ -835,13 +848,13 @@ auto analyze(const key_stream& s, const timeline& t, const options& o, std::uint
         };
         std::vector<counter> counts(s.keys.size());
         std::unordered_map<std::uint32_t, std::array<std::uint32_t, 3>> subs;
-        std::uint64_t tracker = 0;  // the seed's dictionary never forgets a (key, minute) entry
+        std::uint64_t tracker = 0;  // its dictionary never forgets a (key, minute) entry
         tally tl(s, t, partitions, home, a.hot_ids, scratch);
         scheme_result r;
         r.name = "seed";
-        r.title = "the seed's router: per-window counts, count % 3 fan-out above " +
-                  std::to_string(a.seed_threshold) + " events per key per window";
-        r.note = "the seed's algorithm with " + label + " in place of md5";
+        r.title = "naive per-minute router: above " + std::to_string(a.seed_threshold) +
+                  " events per key per window, round-robin over 3 sub-keys";
+        r.note = "with " + label + " in place of the md5 it is usually written with";
         const auto route = [&](std::uint64_t i, std::uint32_t id) -> std::uint32_t {
             const auto w = static_cast<std::uint32_t>(t.window(i));
             counter& k = counts[id];
@@ -1007,6 +1020,60 @@ auto fmt(const char* format, double v) -> std::string {
     return buf;
 }
 
+/// What ordering a scheme gave up, in words (the text report's and the HTML report's).
+auto order_text(const scheme_result& r, std::uint64_t n) -> std::string {
+    if (r.split_keys == 0) return "nothing given up: every key stayed on one partition";
+    const std::string split = fmt("%.1f", share(r.split_key_events, n)) + "% of events belong to " +
+                              keys_text(r.split_keys) + " split over several partitions";
+    const std::string moved =
+        fmt("%.1f", share(r.moved, n)) + "% of events left their key's partition";
+    if (!r.has_stamps) {
+        return split + " with no ordering metadata: their per-key order is lost (" + moved + ")";
+    }
+    return split + " (" + fmt("%.1f", share(r.salted, n)) + "% spread as hot, " + moved + "); " +
+           fmt("%.1f", share(r.stamped, n)) +
+           "% carry ordering stamps, from which a keyroute::resequencer restores each key's "
+           "order at the consumer";
+}
+
+/// What state a scheme keeps, in words; empty for static hashing.
+auto state_text(const scheme_result& r) -> std::string {
+    if (r.name == "seed") {
+        return "a (key, window) dictionary that is never evicted: ~" +
+               group(r.memory_bytes / 1024) + " KiB at the end";
+    }
+    if (r.name == "keyroute") {
+        return group(r.memory_bytes / 1024) + " KiB, fixed at construction; hot threshold " +
+               group(r.threshold) + " events per key per window at the end";
+    }
+    return "";
+}
+
+/// `text` after `lead`, broken at spaces into lines of at most 96 columns, continuation lines
+/// indented to `lead`'s width.
+auto wrapped(const std::string& lead, const std::string& text) -> std::string {
+    const std::size_t width = 96;
+    std::string out = lead;
+    std::size_t column = lead.size();
+    std::size_t i = 0;
+    while (i < text.size()) {
+        std::size_t end = text.find(' ', i);
+        if (end == std::string::npos) end = text.size();
+        const std::size_t word = end - i;
+        if (column > lead.size() && column + 1 + word > width) {
+            out += "\n" + std::string(lead.size(), ' ');
+            column = lead.size();
+        } else if (column > lead.size()) {
+            out += ' ';
+            ++column;
+        }
+        out.append(text, i, word);
+        column += word;
+        i = end + 1;
+    }
+    return out + "\n";
+}
+
 void print_text(const key_stream& s, const timeline& t, const options& o, std::uint32_t partitions,
                 double rate, const analysis& a) {
     const std::uint64_t n = s.events.size();
@@ -1025,7 +1092,7 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
     if (!a.hot_ids.empty()) {
         std::printf(
             "\nhottest keys                              events   share   partitions used: static  "
-            " seed  keyroute\n");
+            "naive  keyroute\n");
         for (std::size_t h = 0; h < a.hot_ids.size(); ++h) {
             const std::uint32_t id = a.hot_ids[h];
             std::printf("  %s %12s  %5.1f%%  %25u  %5u  %8u\n", printable(s.keys[id], 32).c_str(),
@@ -1067,34 +1134,9 @@ void print_text(const key_stream& s, const timeline& t, const options& o, std::u
                 "  (busiest %zu of %u partitions, x = load / mean; least loaded: p%u at %.2fx)\n",
                 bars, partitions, order.back(), static_cast<double>(r.load[order.back()]) / mean);
         }
-        std::printf("  order: ");
-        if (r.split_keys == 0) {
-            std::printf("nothing given up: every key stayed on one partition\n");
-        } else if (!r.has_stamps) {
-            std::printf(
-                "%.1f%% of events belong to %s split over several partitions with no ordering\n"
-                "         metadata: their per-key order is lost (%.1f%% of events left their key's "
-                "partition)\n",
-                share(r.split_key_events, n), keys_text(r.split_keys).c_str(), share(r.moved, n));
-        } else {
-            std::printf(
-                "%.1f%% of events belong to %s split over several partitions (%.1f%% salted,\n"
-                "         %.1f%% left their key's partition); %.1f%% carry ordering stamps, from "
-                "which a\n"
-                "         keyroute::resequencer restores each key's order at the consumer\n",
-                share(r.split_key_events, n), keys_text(r.split_keys).c_str(), share(r.salted, n),
-                share(r.moved, n), share(r.stamped, n));
-        }
-        if (r.name == "seed") {
-            std::printf(
-                "  state: a (key, window) dictionary that is never evicted: ~%s KiB at the end\n",
-                group(r.memory_bytes / 1024).c_str());
-        } else if (r.name == "keyroute") {
-            std::printf(
-                "  state: %s KiB, fixed at construction; hot threshold %s events per key per "
-                "window at the end\n",
-                group(r.memory_bytes / 1024).c_str(), group(r.threshold).c_str());
-        }
+        std::printf("%s", wrapped("  order: ", order_text(r, n)).c_str());
+        const std::string state = state_text(r);
+        if (!state.empty()) std::printf("%s", wrapped("  state: ", state).c_str());
     }
 }
 
@@ -1155,6 +1197,52 @@ void print_json(std::ostream& out, const key_stream& s, const timeline& t, const
         out << ",\"memory_bytes\":" << r.memory_bytes << "}";
     }
     out << "]";
+}
+
+/// The HTML report (skew_html.hpp) of what the text and JSON reports say, with the JSON's
+/// numbers computed the same way.
+void write_html(std::ofstream& out, const key_stream& s, const timeline& t, const options& o,
+                std::uint32_t partitions, const analysis& a) {
+    const std::uint64_t n = s.events.size();
+    skew_html::report r;
+    r.source = s.source;
+    r.events = n;
+    r.distinct_keys = s.keys.size();
+    r.skipped = s.skipped;
+    r.partitions = partitions;
+    r.windows = t.windows;
+    r.window_seconds = o.window_s;
+    r.static_scheme = o.scheme;
+    for (const std::uint32_t id : a.hot_ids) {
+        r.hot_keys.push_back({s.keys[id], s.key_events[id], share(s.key_events[id], n) / 100});
+    }
+    for (const scheme_result& x : a.schemes) {
+        skew_html::scheme h;
+        h.name = x.name;
+        h.label = x.name == "static" ? "static hashing"
+                  : x.name == "seed" ? "naive per-minute router"
+                                     : "keyroute salting router";
+        h.description = x.title;
+        h.note = x.note;
+        h.max_over_mean = x.max_over_mean();
+        h.window_max_over_mean = x.window_max_over_mean;
+        h.window_index = x.window_index;
+        h.load = x.load;
+        h.hot_key_partitions = x.hot_fanout;
+        h.split_keys = x.split_keys;
+        h.split_key_event_share = share(x.split_key_events, n) / 100;
+        h.moved_share = share(x.moved, n) / 100;
+        h.has_stamps = x.has_stamps;
+        h.salted_share = share(x.salted, n) / 100;
+        h.stamped_share = share(x.stamped, n) / 100;
+        h.memory_bytes = x.memory_bytes;
+        h.order = order_text(x, n);
+        h.state = state_text(x);
+        r.schemes.push_back(std::move(h));
+    }
+    skew_html::write(out, r);
+    out.close();
+    if (!out) throw input_error("cannot write '" + o.html + "'");
 }
 
 // ---- migration ------------------------------------------------------------------------------
@@ -1255,9 +1343,16 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
     std::string label = family;
     label.replace(label.find("% n") + 2, 1, std::to_string(partitions));
     const Partitioner base(partitions);
+    // Opened first: a path that cannot be written is refused before the work.
+    std::ofstream html;
+    if (!o.html.empty()) {
+        html.open(o.html, std::ios::binary);
+        if (!html) throw input_error("cannot write '" + o.html + "': " + std::strerror(errno));
+    }
     const analysis a = analyze(s, t, o, partitions, base, label);
     std::vector<migration_row> moves;
     if (o.migrate != 0) moves = migrations<Partitioner>(s, o, partitions, family);
+    if (!o.html.empty()) write_html(html, s, t, o, partitions, a);
     if (o.json) {
         std::ostringstream out;
         out.imbue(std::locale::classic());

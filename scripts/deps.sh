@@ -6,6 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config g++ clang libclang-rt-14-dev clang-format clang-tidy
   libxxhash-dev catch2 libbenchmark-dev librdkafka-dev libssl-dev
+  # The skew tool's HTML report is checked in a headless browser (test_skew_html); zlib reads
+  # its screenshot.
+  chromium zlib1g-dev
 )
 
 # A JDK, for the live check of java_string_hash against Java's own String.hashCode
