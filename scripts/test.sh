@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of keyroute: installs the Debian packages it needs, then builds and tests
 #   gcc-cxx17    g++ 12,  C++17, Release, warnings as errors: every test but the two below,
-#                benchmarks, examples
+#                benchmarks, examples, the docs' code (docs_snippets) and the HTML report in
+#                headless Chromium (skew_html_*)
 #   clang-cxx20  clang 14, C++20, Release, warnings as errors: the same, and the layout and
 #                static checks (clang-format, clang-tidy: test_format, test_tidy), run once
 #   asan         clang 14, C++20, AddressSanitizer + UndefinedBehaviorSanitizer (clang: the same
