@@ -84,8 +84,13 @@ TEST_CASE("bad configuration is refused, naming the field", "[router][config]") 
     c.run_length = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("run_length"));
     c = router_config(8);
-    c.max_hot_keys = 0;
+    c.max_hot_keys = 4097;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("max_hot_keys"));
+    c.max_hot_keys = 0;  // automatic
+    REQUIRE_NOTHROW(router(c));
+    CHECK(router(c).config().max_hot_keys == 128);
+    c = router_config((1U << 20U) + 1U);
+    REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("partitions"));
     c = router_config(8);
     c.min_threshold = 0;
     REQUIRE_THROWS_WITH(router(c), keyroute_test::contains("min_threshold"));
@@ -191,17 +196,19 @@ TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted
 TEST_CASE("windows roll over: a key must earn hotness again in each window", "[router][window]") {
     keyroute::salting_router<> router(router_config(8, 100));
     const keyroute::hash_partitioner<> base(8);
-    // Window 0: "burst" is hot. Window 1: it sends only 50 events (under the threshold).
-    for (int i = 0; i < 2000; ++i) (void)router.route("burst", at(i));
+    bool spread = false;
+    for (int i = 0; i < 2000; ++i) spread = router.decide("burst", at(i)).salted || spread;
+    REQUIRE(spread);
     std::size_t salted_in_w1 = 0;
     for (int i = 0; i < 50; ++i) {
         const auto d = router.decide("burst", at(60000 + i));
         salted_in_w1 += d.salted ? 1 : 0;
         REQUIRE(d.partition == base.route("burst"));
-        REQUIRE(d.stamp);  // still stamped: its earlier runs may be in flight elsewhere
+        // The first closes the spread stretch, stamped on home: the unstamped events after it
+        // wait behind it in a resequencer until the stretch's events elsewhere are delivered.
+        CHECK(bool(d.stamp) == (i == 0));
     }
     CHECK(salted_in_w1 == 0);
-    // Window 3: a full window later it is forgotten, and goes home unstamped.
     const auto d = router.decide("burst", at(3 * 60000));
     CHECK_FALSE(d.stamp);
     CHECK(d.partition == base.route("burst"));
@@ -242,30 +249,20 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
     CHECK(s.salted > 0);
 }
 
-TEST_CASE("late events count in the current window, as at its end, however they interleave",
+TEST_CASE("late events count in the current window, however late they are",
           "[router][clock]") {
-    // A producer merging two sources, one a window behind: every other event or so carries a
-    // time in the window before. Each must count in the current window exactly as an on-time
-    // event at that window's end would, whether it follows an on-time event or another late one.
-    // "hot" has 10% of the events on 16 partitions, near the automatic threshold, where how far
-    // into the window an event is decides when it is confirmed hot (an event taken as early in
-    // the window projects its count further, a difference this test sees).
     for (const bool first : {true, false}) {
         const minute w0 = skewed_minute(0, 60000, 0.1, 500, 31);
         const minute w1 = skewed_minute(1, 60000, 0.1, 500, 32);
-        const time_point end_of_w1 = at(2 * 60000 - 1);
-        const auto replay = [&](bool as_late) {
+        const auto replay = [&](std::chrono::seconds lateness) {
             keyroute::salting_router<> router(router_config(16));
             std::vector<std::uint32_t> out;
             for (std::size_t i = 0; !first && i < w0.keys.size(); ++i)
                 out.push_back(router.route(w0.keys[i], w0.times[i]));
             std::set<std::uint32_t> late_hot;
             for (std::size_t i = 0; i < w1.keys.size(); ++i) {
-                // Runs of 1 to 3 late events between on-time ones.
                 const bool late = i % 7 == 1 || i % 7 == 3 || i % 7 == 4 || i % 7 == 5;
-                const time_point t = !late     ? w1.times[i]
-                                     : as_late ? w1.times[i] - std::chrono::seconds(60)
-                                               : end_of_w1;
+                const time_point t = late ? w1.times[i] - lateness : w1.times[i];
                 const auto d = router.decide(w1.keys[i], t);
                 out.push_back(d.partition);
                 if (late && w1.keys[i] == "hot") late_hot.insert(d.partition);
@@ -277,8 +274,8 @@ TEST_CASE("late events count in the current window, as at its end, however they 
             CHECK(late_hot.size() > 1);            // late events of the hot key spread too
             return out;
         };
-        const auto late = replay(true);
-        CHECK(late == replay(false));
+        // A minute late or a day late: the same (only on-time events move the window's clock).
+        CHECK(replay(std::chrono::seconds(60)) == replay(std::chrono::seconds(86400)));
     }
 }
 
@@ -286,8 +283,8 @@ TEST_CASE("windows are aligned to the epoch: a trace shifted by whole windows ro
           "[router][clock]") {
     // Three windows of traffic, replayed as they are (windows 0 to 2: an empty lane cache has
     // index 0, which must not pass for window 0's), 512 windows later, and 512 windows before
-    // the epoch. The sketch tags windows modulo 256 and the plans by parity, so the three
-    // replays must decide alike, event for event, stamps included.
+    // the epoch. Windows are told apart by tags of their low bits, so the three replays must
+    // decide alike, event for event, stamps included.
     std::vector<minute> trace;
     for (std::int64_t w = 0; w < 3; ++w)
         trace.push_back(skewed_minute(w, 30000, 0.3, 800, 40 + static_cast<std::uint64_t>(w)));
@@ -348,68 +345,33 @@ TEST_CASE("in-window plans keep working when busy windows are not consecutive",
     CHECK(most <= 44);
 }
 
-TEST_CASE(
-    "a lane's first event of a new episode starts its sequence at 0, however many "
-    "admissions ago it last routed the slot",
-    "[router][stamp][slow]") {
-    // One tracked slot group (max_hot_keys 1: 8 slots). This thread's lane routes "A", the
-    // first admission, in the group's first slot; another thread then churns 2^24 admissions
-    // through the slots; then this thread's lane routes new keys, the first of them admitted
-    // as episode 2^24 + 1 in the first stale slot, A's. Lanes tell episodes apart by 24 bits of
-    // the episode number: the new episode must not continue A's sequence. Halfway, a third thread
-    // (on the shared overflow lane, which has routed no slot yet) routes a new key admitted as an
-    // episode past 2^23: its word's initial tag, 0, then looks like a later episode's, and until
-    // the shared lane's word was retagged at admission every event of it went home unstamped.
-    auto c = router_config(4, 3, 2);
+TEST_CASE("a slot given to another key starts that key's stamps afresh", "[router][stamp]") {
+    // One probe group (max_hot_keys 1: 16 slots, 2 groups): keys admitted one after another
+    // take over slots other keys left; each key's stamps start at sequence 0 in a new episode.
+    auto c = router_config(4, 3, 1);
     c.max_hot_keys = 1;
     keyroute::salting_router<> router(c);
-    constexpr std::int64_t minute_ms = 60000;
-    for (int i = 0; i < 4; ++i) (void)router.decide("A", at(1000 + i));
-    std::vector<keyroute::route_decision> shared;
-    std::thread churn([&] {
-        // Exactly 2^24 admissions: the next one is episode 2^24 + 1, A's tag again.
-        std::uint64_t last = 0;
-        for (std::int64_t round = 1; last < (std::uint64_t{1} << 24U); ++round) {
-            if (shared.empty() && last > (std::uint64_t{1} << 23U) + 16U) {
-                std::thread third([&] {
-                    for (int e = 0; e < 4; ++e)
-                        shared.push_back(router.decide("S", at(2 * round * minute_ms + 100 + e)));
-                });
-                third.join();
-            }
-            for (int k = 0; k < 8 && last < (std::uint64_t{1} << 24U); ++k) {
-                const std::string key = "k" + std::to_string(k);
-                for (int e = 0; e < 2 && last < (std::uint64_t{1} << 24U); ++e) {
-                    const auto d = router.decide(key, at(2 * round * minute_ms + k * 10 + e));
-                    if (d.stamp) last = std::max(last, d.stamp.episode);
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> last;  // episode, next
+    std::set<std::uint64_t> episodes;
+    for (std::int64_t w = 0; w < 40; ++w) {
+        for (int k = 0; k < 24; ++k) {
+            const std::string key = "k" + std::to_string((w * 7 + k) % 60);
+            for (int e = 0; e < 12; ++e) {
+                const auto d = router.decide(key, at(w * 60000 + k * 100 + e));
+                if (!d.stamp) continue;
+                auto& [episode, next] = last[key];
+                if (d.stamp.episode != episode) {
+                    CHECK(d.stamp.sequence == 0);  // a new episode starts at 0 ...
+                    CHECK(d.partition == d.home);  // ... on home
+                    CHECK(episodes.insert(d.stamp.episode).second);  // and never reuses an id
+                    episode = d.stamp.episode;
+                    next = 0;
                 }
+                CHECK(d.stamp.sequence == next++);
             }
         }
-    });
-    churn.join();
-    REQUIRE(shared.size() == 4);
-    std::uint64_t next = 0;
-    for (const auto& d : shared) {
-        if (!d.stamp) continue;    // before "S" is admitted
-        CHECK(d.stamp.lane == 2);  // the shared lane
-        CHECK(d.stamp.episode > (std::uint64_t{1} << 23U));
-        CHECK(d.stamp.sequence == next++);
     }
-    CHECK(next >= 2);  // admitted within its first two events, then stamped from 0
-    const std::int64_t w = router.stats().window + 2;
-    std::map<std::string, std::vector<std::uint64_t>> seqs;
-    for (int k = 0; k < 8; ++k) {
-        const std::string key = "B" + std::to_string(k);
-        for (int i = 0; i < 3; ++i) {
-            const auto d = router.decide(key, at(w * minute_ms + k * 10 + i));
-            if (d.stamp) seqs[key].push_back(d.stamp.sequence);
-        }
-    }
-    REQUIRE(!seqs.empty());
-    for (const auto& [key, s] : seqs) {
-        INFO(key);
-        for (std::size_t i = 0; i < s.size(); ++i) CHECK(s[i] == i);
-    }
+    CHECK(episodes.size() > 10);  // not vacuous: keys did take over slots
 }
 
 TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events at home",
@@ -439,7 +401,7 @@ TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events
     CHECK(next_sequence.size() == 1);  // one lane, one admission: one episode
 }
 
-TEST_CASE("a candidate that is not truly hot is stamped but never split", "[router][sketch]") {
+TEST_CASE("a tracked key that is not truly hot is neither stamped nor split", "[router][table]") {
     // 40 keys with 30 events each against a threshold of 40: their estimates pass the
     // admission level (half the threshold), so they become candidates and are stamped, but their
     // exact count since admission never passes the threshold, so none of them is split.
@@ -455,11 +417,12 @@ TEST_CASE("a candidate that is not truly hot is stamped but never split", "[rout
             stamped += d.stamp ? 1 : 0;
         }
     }
-    CHECK(stamped > 0);
+    CHECK(stamped == 0);  // only events of spread stretches carry stamps
     CHECK(router.stats().salted == 0);
+    CHECK_FALSE(router.stats().hot_keys.empty());  // tracked all the same
 }
 
-TEST_CASE("many distinct cold keys: the sketch nominates nothing", "[router][sketch]") {
+TEST_CASE("many distinct cold keys: nothing is spread or stamped", "[router][table]") {
     auto c = router_config(64);
     c.max_hot_keys = 16;
     keyroute::salting_router<> router(c);
@@ -475,30 +438,31 @@ TEST_CASE("many distinct cold keys: the sketch nominates nothing", "[router][ske
 }
 
 TEST_CASE("state is fixed at construction and small", "[router][memory]") {
-    keyroute::salting_router<> big(router_config(1024));
-    CHECK(big.memory_bytes() <= 256U * 1024U);
-    CHECK(big.memory_bytes() <= keyroute::salting_router<>::auto_memory_budget);
-    // Automatic lanes keep to the budget on any machine; lanes set explicitly may go above it.
     using router_type = keyroute::salting_router<>;
-    CHECK(big.memory_bytes() == router_type::state_bytes(1024, 128, big.config().lanes));
-    CHECK(router_type::automatic_lanes(1024, 128, 64) == 2);
-    CHECK(router_type::automatic_lanes(64, 128, 64) == 8);
-    CHECK(router_type::automatic_lanes(64, 128, 1) == 2);
-    CHECK(router_type::state_bytes(1024, 128, 8) > router_type::auto_memory_budget);
+    router_type big(router_config(1024));
+    CHECK(big.memory_bytes() <= 256U * 1024U);
+    CHECK(big.memory_bytes() <= router_type::auto_memory_budget);
+    CHECK(big.memory_bytes() ==
+          router_type::state_bytes(1024, big.config().max_hot_keys, big.config().lanes));
+    CHECK(router_type::automatic_lanes(1024, 0, 64) < 8);  // the budget takes lanes away
+    CHECK(router_type::automatic_lanes(64, 0, 64) == 8);
+    CHECK(router_type::automatic_lanes(64, 0, 1) == 2);
     for (const std::uint64_t n : {1ULL, 16ULL, 64ULL, 100ULL, 256ULL, 512ULL, 1000ULL, 1024ULL}) {
+        const std::uint32_t keys = router_type::automatic_hot_keys(n);
+        CHECK(keys >= 128U);
         for (const unsigned threads : {1U, 2U, 4U, 8U, 16U, 256U}) {
-            const std::uint32_t lanes = router_type::automatic_lanes(n, 128, threads);
+            const std::uint32_t lanes = router_type::automatic_lanes(n, 0, threads);
             INFO("partitions " << n << ", hardware threads " << threads);
             CHECK(lanes >= 2U);
             CHECK(lanes <= std::max(2U, std::min(threads, 8U)));
-            CHECK(router_type::state_bytes(n, 128, lanes) <= router_type::auto_memory_budget);
+            CHECK(router_type::state_bytes(n, keys, lanes) <= router_type::auto_memory_budget);
         }
     }
+    CHECK(router_type::automatic_hot_keys(4096) == 4096);  // above 1024 partitions: not bounded
     auto many = router_config(1024);
     many.lanes = 8;
-    CHECK(keyroute::salting_router<>(many).memory_bytes() >
-          keyroute::salting_router<>::auto_memory_budget);
-    keyroute::salting_router<> small(router_config(16));
+    CHECK(router_type(many).memory_bytes() > router_type::auto_memory_budget);
+    router_type small(router_config(16));
     CHECK(small.memory_bytes() < big.memory_bytes());
     const auto before = big.memory_bytes();
     for (int i = 0; i < 100000; ++i) (void)big.route("k" + std::to_string(i), at(i));
@@ -643,8 +607,8 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     CHECK(cold_moved == std::vector<std::uint64_t>(3, 0));
 }
 
-TEST_CASE("threads sharing one router count in sketch slices and still find the hot key",
-          "[router][threads][sketch]") {
+TEST_CASE("threads sharing one router find the hot key and keep cold keys home",
+          "[router][threads]") {
     // Two windows of 1M events: "hot" has 10%, the rest spread over 50k cold keys (about 18
     // events each, far below a tenth of the per-partition mean of 15,625).
     constexpr std::size_t per_window = 1000000;
@@ -657,7 +621,7 @@ TEST_CASE("threads sharing one router count in sketch slices and still find the 
         std::uint64_t cold_moved = 0;
     };
     // by_key: thread 0 routes every event of "hot" (and its share of the rest), so only its
-    // slice of the sketch ever sees the key.
+    // lane ever counts the key.
     const auto replay = [&](unsigned threads, bool by_key) {
         keyroute::salting_router<> router(router_config(64, 0, 2));
         std::vector<std::set<std::uint32_t>> hot(threads);
@@ -698,17 +662,12 @@ TEST_CASE("threads sharing one router count in sketch slices and still find the 
         // 10% of 64 partitions needs 6.4 of them: the hot key is found and spread.
         CHECK(o->hot_partitions.size() >= 7);
     }
-    // The sketch is sampled once the admission level allows it (stride 1 early in each window,
-    // then 2 to 8, with weights of stride times the active lanes): with two threads about a
-    // third of the untracked events are skipped when the threads run side by side, and still
-    // more than a tenth if the scheduler runs one thread's share of a window before the
-    // other's; one thread, whose weights are half as large, skips more. Never switched off.
+    // The admission sampler draws about one untracked event in a sixteenth of the threshold
+    // (at most 64): most are never drawn.
     for (const outcome* o : {&one, &two}) {
         const std::uint64_t untracked = o->stats.routed - o->stats.stamped;
-        CHECK(o->stats.sketch_skipped * 10 > untracked);
-        CHECK(o->stats.sketch_skipped * 20 < untracked * 19);
+        CHECK(o->stats.sketch_skipped * 10 > untracked * 9);
     }
-    CHECK(one.stats.sketch_skipped > two.stats.sketch_skipped);
 }
 
 TEST_CASE("a router built with a fixed seed replays a trace exactly", "[router][replay]") {

@@ -1,11 +1,7 @@
-// The end of a lane's sequence numbers within one episode. The router counts them in 40 bits
-// (2^40 events of one key on one lane, in one episode: 12.7 days at a million a second); this
-// test builds it with 12 (the router's test hook) to get there. Until 0.2.13 the number wrapped
-// to 0 within the episode and a resequencer dropped every later event as a duplicate; now the
-// lane's last number goes home and its later events of the episode go home unstamped, which the
-// resequencer orders behind it (rule 2).
-#define KEYROUTE_DETAIL_SEQ_BITS 12
-
+// The end of a lane's sequence numbers within one episode. The router writes up to 2^32 - 2 (an
+// episode lasts a window at most); this test builds it with a last number of 4094 (the router's
+// test seam, a traits type) to get there: the lane's last number goes home and ends the episode,
+// and the key's next spread event opens a new one, from 0, on home.
 #include "keyroute_catch.hpp"
 #include "router_config.hpp"
 
@@ -29,7 +25,13 @@ namespace {
 using ms = std::chrono::milliseconds;
 using time_point = std::chrono::system_clock::time_point;
 
-constexpr std::uint64_t last_number = (std::uint64_t{1} << 12U) - 2;  // seq_mask - 1
+constexpr std::uint32_t last_number = 4094;
+
+struct short_numbers : keyroute::detail::router_traits {
+    static constexpr std::uint32_t last_sequence = last_number;
+};
+using router_type =
+    keyroute::salting_router<keyroute::hash_partitioner<>, std::chrono::system_clock, short_numbers>;
 // Past the last number twice over: every case below routes this many events of one key.
 constexpr std::size_t events = 2 * (last_number + 2) + 100;
 
@@ -44,7 +46,7 @@ struct routed {
 auto route_one_key(bool shared) -> std::vector<routed> {
     auto c = keyroute_test::router_config(8, 8, 1);
     c.run_length = 7;  // at 32 the run holding the last numbers happened to be home's
-    keyroute::salting_router<> router(c);
+    router_type router(c);
     std::promise<void> holding;
     std::promise<void> done;
     std::thread holder;
@@ -70,39 +72,42 @@ auto route_one_key(bool shared) -> std::vector<routed> {
 
 }  // namespace
 
-TEST_CASE("a lane's last sequence number of an episode goes home; later events go home unstamped",
+TEST_CASE("a lane's last sequence number of an episode goes home; the next episode starts at 0",
           "[router][ordering]") {
-    // A lane of its own (a relaxed store) or the shared lane (a compare-exchange): both end the
-    // same way.
-    const bool shared = GENERATE(false, true);
-    CAPTURE(shared);
-    const auto r = route_one_key(shared);
+    const auto r = route_one_key(false);
     std::set<std::tuple<std::uint64_t, std::uint16_t, std::uint64_t, std::uint64_t>> seen;
-    std::uint64_t stamped = 0;
+    std::set<std::uint64_t> episodes;
+    std::uint64_t ended = 0;
     std::uint64_t off_home = 0;
-    std::size_t last_at = events;
     for (std::size_t i = 0; i < r.size(); ++i) {
         const routed& e = r[i];
-        if (e.st) {
-            ++stamped;
-            CHECK(last_at == events);  // nothing stamped after the last number
-            CHECK(seen.insert({e.st.producer, e.st.lane, e.st.episode, e.st.sequence}).second);
-            CHECK(e.st.sequence <= last_number);
-            if (e.st.sequence == last_number) {
-                last_at = i;
-                CHECK(e.partition == e.home);
-                // Not vacuous: the event before it was placed off home, in a run.
-                REQUIRE(i > 0);
-                CHECK(r[i - 1].partition != r[i - 1].home);
-            }
-        } else if (last_at != events) {
-            CHECK(e.partition == e.home);  // after the last number: home, unstamped
-        }
         off_home += e.partition != e.home ? 1U : 0U;
+        if (!e.st) continue;
+        CHECK(seen.insert({e.st.producer, e.st.lane, e.st.episode, e.st.sequence}).second);
+        CHECK(e.st.sequence <= last_number);
+        if (episodes.insert(e.st.episode).second) {
+            CHECK(e.st.sequence == 0);     // a new episode starts at 0 ...
+            CHECK(e.partition == e.home);  // ... on home
+        }
+        if (e.st.sequence == last_number) {
+            ++ended;
+            CHECK(e.partition == e.home);
+            // Not vacuous: the event before it was placed off home, in a run.
+            REQUIRE(i > 0);
+            CHECK(r[i - 1].partition != r[i - 1].home);
+        }
     }
-    CHECK(stamped == last_number + 1);  // 0 .. last_number, each once
-    CHECK(last_at < events);
-    CHECK(off_home > 0);  // the key was spread before its numbers ran out
+    CHECK(ended == 2);  // past the last number twice over
+    CHECK(episodes.size() == 3);
+    CHECK(off_home > 0);
+}
+
+TEST_CASE("the overflow lane sends a hot key home unstamped", "[router][ordering]") {
+    const auto r = route_one_key(true);
+    for (const routed& e : r) {
+        CHECK_FALSE(e.st);
+        CHECK(e.partition == e.home);
+    }
 }
 
 TEST_CASE("past the end of a lane's numbers a resequencer delivers every event once, in order",

@@ -181,12 +181,13 @@ TEST_CASE("stress: with failover on, a partition that stays down gets no cold ke
 }
 
 // Slot churn: threads route a few dozen warm keys through a table of one probe group of slots
-// while windows of 1 ms (event time) roll over, so keys are admitted, evicted and re-admitted all
+// while windows of 5 ms (event time) roll over, so keys are admitted, evicted and re-admitted all
 // the time, often while another thread is routing the slot's previous key. Checked:
 // - on an exclusive lane, an episode's stamps read 0, 1, 2, ... in the order the lane routed
 //   them (an event whose slot changes hands mid-call must not take one of the new episode's
 //   numbers, nor give one back after another thread took the next);
-// - on the shared overflow lane, an episode's stamps from all its threads are 0 to n-1, each once;
+// - the shared overflow lane never stamps: it sends every event home, so nothing of its threads
+//   can be out of order;
 // - an episode belongs to one key: an event is never stamped with another key's episode (a
 //   slot that went to another key and back within one call once allowed it).
 namespace churn {
@@ -217,7 +218,7 @@ void round(int threads, std::uint32_t lanes, std::uint64_t seed,
     keyroute::salting_config c;
     c.partitions = 16;
     c.threshold = 8;
-    c.window = std::chrono::milliseconds(1);
+    c.window = std::chrono::milliseconds(5);
     c.max_hot_keys = 1;  // one probe group of slots
     c.lanes = lanes;
     c.producer_id = 7;
@@ -331,7 +332,7 @@ TEST_CASE("stress: slot churn, each lane's sequence of an episode starts at 0 wi
         CAPTURE(r.rounds, r.stamped, r.exclusive_episodes, r.shared_episodes, r.shared_bad,
                 r.bad_first, r.gaps, r.two_keys);
         CHECK(r.exclusive_episodes > 1000);
-        CHECK(r.shared_episodes > 1000);
+        CHECK(r.shared_episodes == 0);  // the overflow lane sends everything home unstamped
         CHECK(r.bad_first == 0);
         CHECK(r.gaps == 0);
         CHECK(r.shared_bad == 0);

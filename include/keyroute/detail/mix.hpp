@@ -23,6 +23,26 @@ constexpr auto fmix64(std::uint64_t x) noexcept -> std::uint64_t {
     return x;
 }
 
+/// SplitMix64's finalizer (Steele, Lea and Flood, 2014): the salting router's mixer for seeds,
+/// lane draws and failover scores.
+constexpr auto mix64(std::uint64_t x) noexcept -> std::uint64_t {
+    x ^= x >> 30U;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27U;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31U;
+    return x;
+}
+
+/// The 128-bit product of a and b, its halves xored: the fold XXH3 mixes short inputs with
+/// (xxhash.h, XXH3_mul128_fold64). With a secret odd b it spreads every bit of a over both
+/// halves of the result in three instructions.
+inline auto mul_fold64(std::uint64_t a, std::uint64_t b) noexcept -> std::uint64_t {
+    __extension__ using u128 = unsigned __int128;
+    const u128 p = static_cast<u128>(a) * b;
+    return static_cast<std::uint64_t>(p) ^ static_cast<std::uint64_t>(p >> 64U);
+}
+
 /// The 64-bit value a resize partitioner routes on: the hash itself when `Hash` returns 64 bits,
 /// fmix64 of it when `Hash` returns 32 bits (so that all 64 bits vary; the map is one-to-one, so
 /// two keys share a value exactly when their 32-bit hashes are equal).
