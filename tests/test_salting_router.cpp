@@ -689,8 +689,8 @@ TEST_CASE("a router built with a fixed seed replays a trace exactly", "[router][
     CHECK(replay() == first);
 }
 
-TEST_CASE("more partitions than plans are kept for: placed by load", "[router][large]") {
-    // Above 16384 partitions the router keeps no fill order and no rollover plans.
+TEST_CASE("20000 partitions: cold keys stay home, the hot key is spread", "[router][large]") {
+    // Plans and loads are per partition at any count up to max_partitions.
     keyroute::salting_router<> router(router_config(20000, 50));
     const keyroute::hash_partitioner<> base(20000);
     std::set<std::uint32_t> hot_parts;
