@@ -33,7 +33,9 @@ namespace keyroute_bench {
 class alias_table {
 public:
     alias_table() = default;
-    explicit alias_table(const std::vector<double>& weights) : m_prob(weights.size()), m_alias(weights.size()) {
+    explicit alias_table(const std::vector<double>& weights)
+        : m_prob(weights.size()),
+          m_alias(weights.size()) {
         const std::size_t n = weights.size();
         double total = 0;
         for (double w : weights) total += w;
@@ -84,7 +86,8 @@ struct dynamic_key {
         case appear: return t >= from ? share : 0;
         case vanish: return t < from ? share : 0;
         case grow: return t < from ? 0 : t >= until ? share : share * (t - from) / (until - from);
-        case shrink: return t < from ? share : t >= until ? 0 : share * (until - t) / (until - from);
+        case shrink:
+            return t < from ? share : t >= until ? 0 : share * (until - t) / (until - from);
         case burst: return t >= from && t < until ? share : 0;
         }
         return 0;
@@ -101,8 +104,8 @@ struct family_member {
     int windows = 4;
     std::uint64_t events = 0;  // per window, at the flat rate
     std::size_t keys = 0;
-    double zipf = 0;           // 0: uniform
-    double tenant = 0;         // share of the dominant tenant, 0: none
+    double zipf = 0;    // 0: uniform
+    double tenant = 0;  // share of the dominant tenant, 0: none
     std::vector<dynamic_key> dynamic;
     enum rate_kind { flat, ramp, bursts } rate = flat;
     double ramp_from = 1, ramp_to = 1;
@@ -113,12 +116,16 @@ struct family_member {
     std::uint32_t routers = 1;
     std::vector<double> router_share;
 
-    [[nodiscard]] auto uniform() const -> bool { return zipf == 0 && tenant == 0 && dynamic.empty(); }
+    [[nodiscard]] auto uniform() const -> bool {
+        return zipf == 0 && tenant == 0 && dynamic.empty();
+    }
 
     [[nodiscard]] auto describe() const -> std::string {
         char buf[256];
         std::snprintf(buf, sizeof buf, "n=%u keys=%zu %s", partitions, keys,
-                      tenant > 0 ? "tenant" : zipf > 0 ? "zipf" : "uniform");
+                      tenant > 0 ? "tenant"
+                      : zipf > 0 ? "zipf"
+                                 : "uniform");
         std::string s = buf;
         if (tenant > 0) {
             std::snprintf(buf, sizeof buf, " %.0f%%", tenant * 100);
@@ -154,8 +161,12 @@ struct family_member {
 /// Member `seed` of the family.
 inline auto family(std::uint64_t seed) -> family_member {
     std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + 12345);
-    const auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
-    const auto log_uni = [&](double a, double b) { return std::exp(uni(std::log(a), std::log(b))); };
+    const auto uni = [&](double a, double b) {
+        return std::uniform_real_distribution<double>(a, b)(rng);
+    };
+    const auto log_uni = [&](double a, double b) {
+        return std::exp(uni(std::log(a), std::log(b)));
+    };
     family_member m;
     m.seed = seed;
     m.partitions = static_cast<std::uint32_t>(std::lround(log_uni(4, 4096)));

@@ -53,7 +53,6 @@ struct sim_traits : keyroute::detail::router_traits {
 };
 using router_type = keyroute::salting_router<base_partitioner, clock_type, sim_traits>;
 
-
 bool g_dump = false;  // debugging: the first router's stats and the busiest partition per window
 
 struct window_result {
@@ -74,7 +73,11 @@ struct window_result {
 /// Per-window judge: where every event went, by key id.
 class judge {
 public:
-    judge(std::uint32_t partitions, std::size_t keys) : m_n(partitions), m_events(keys, 0), m_first(keys, 0), m_moved(keys, 0) {}
+    judge(std::uint32_t partitions, std::size_t keys)
+        : m_n(partitions),
+          m_events(keys, 0),
+          m_first(keys, 0),
+          m_moved(keys, 0) {}
 
     void add(std::uint32_t key, std::uint32_t home, std::uint32_t partition, bool salted) {
         if (m_load.empty()) m_load.assign(m_n, 0);
@@ -104,27 +107,33 @@ public:
     std::vector<std::vector<std::uint32_t>> m_log;  // debugging: keys per partition
     auto finish() -> window_result {
         if (g_dump) {
-            const std::uint32_t pmax = static_cast<std::uint32_t>(std::max_element(m_load.begin(), m_load.end()) - m_load.begin());
+            const std::uint32_t pmax = static_cast<std::uint32_t>(
+                std::max_element(m_load.begin(), m_load.end()) - m_load.begin());
             std::unordered_map<std::uint32_t, std::uint64_t> per;
             for (const auto k : m_log[pmax]) ++per[k];
             std::vector<std::pair<std::uint64_t, std::uint32_t>> v;
             for (auto& [k, c] : per) v.push_back({c, k});
             std::sort(v.rbegin(), v.rend());
             const double mean = static_cast<double>(m_total) / m_n;
-            std::printf("max partition %u: %.3f mean; keys:", pmax, static_cast<double>(m_load[pmax]) / mean);
+            std::printf("max partition %u: %.3f mean; keys:", pmax,
+                        static_cast<double>(m_load[pmax]) / mean);
             for (std::size_t i = 0; i < std::min<std::size_t>(12, v.size()); ++i)
-                std::printf(" %u:%.3f%s(tot %.2f)", v[i].second, static_cast<double>(v[i].first) / mean, m_home_of[v[i].second] == pmax ? "h" : "", m_events[v[i].second] / mean);
+                std::printf(
+                    " %u:%.3f%s(tot %.2f)", v[i].second, static_cast<double>(v[i].first) / mean,
+                    m_home_of[v[i].second] == pmax ? "h" : "", m_events[v[i].second] / mean);
             std::printf("\n");
             for (auto& l : m_log) l.clear();
             std::vector<std::pair<double, std::uint32_t>> extra;
             double den = 0;
             for (const std::uint32_t k : m_touched) {
                 const auto e = static_cast<double>(m_events[k]);
-                const double need = std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
+                const double need =
+                    std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
                 den += e * need;
                 const auto it = m_split.find(k);
                 if (it == m_split.end()) continue;
-                const double fan = static_cast<double>(std::count(it->second.begin(), it->second.end(), true));
+                const double fan =
+                    static_cast<double>(std::count(it->second.begin(), it->second.end(), true));
                 extra.push_back({e * (fan - need), k});
             }
             std::sort(extra.rbegin(), extra.rend());
@@ -132,8 +141,11 @@ public:
             for (std::size_t i = 0; i < std::min<std::size_t>(10, extra.size()); ++i) {
                 const std::uint32_t k = extra[i].second;
                 const auto e = static_cast<double>(m_events[k]);
-                std::printf(" %u(%.2f mean, need %.0f, used %ld: %.3f)", k, e / mean, std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n)),
-                            static_cast<long>(std::count(m_split[k].begin(), m_split[k].end(), true)), extra[i].first / den);
+                std::printf(
+                    " %u(%.2f mean, need %.0f, used %ld: %.3f)", k, e / mean,
+                    std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n)),
+                    static_cast<long>(std::count(m_split[k].begin(), m_split[k].end(), true)),
+                    extra[i].first / den);
             }
             double tot = 0;
             for (auto& x : extra) tot += x.first;
@@ -143,7 +155,8 @@ public:
         r.events = m_total;
         if (m_total == 0) return r;
         const double mean = static_cast<double>(m_total) / m_n;
-        r.max_over_mean = static_cast<double>(*std::max_element(m_load.begin(), m_load.end())) / mean;
+        r.max_over_mean =
+            static_cast<double>(*std::max_element(m_load.begin(), m_load.end())) / mean;
         std::vector<double> cold(m_n, 0.0);
         std::vector<double> pinned(m_n, 0.0);
         double weighted = 0;
@@ -152,13 +165,17 @@ public:
             const auto e = static_cast<double>(m_events[k]);
             const double need = std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
             const auto it = m_split.find(k);
-            const double fan = it == m_split.end() ? 1.0 : static_cast<double>(std::count(it->second.begin(), it->second.end(), true));
+            const double fan =
+                it == m_split.end()
+                    ? 1.0
+                    : static_cast<double>(std::count(it->second.begin(), it->second.end(), true));
             weighted += e * fan;
             minimum += e * need;
             if (e < mean / 10) {
                 if (m_moved[k] != 0 || it != m_split.end()) {
                     ++r.cold_moved;
-                    if (g_dump) std::printf("cold key %u moved: %.0f events, mean %.0f\n", k, e, mean);
+                    if (g_dump)
+                        std::printf("cold key %u moved: %.0f events, mean %.0f\n", k, e, mean);
                 }
                 cold[m_home_of[k]] += e;
             }
@@ -193,7 +210,8 @@ private:
 };
 
 /// Position in [0, 1) of the i-th of `count` events of a window, under the member's rate.
-auto position(const keyroute_bench::family_member& m, std::uint64_t i, std::uint64_t count) -> double {
+auto position(const keyroute_bench::family_member& m, std::uint64_t i, std::uint64_t count)
+    -> double {
     const double u = (static_cast<double>(i) + 0.5) / static_cast<double>(count);
     if (m.rate == keyroute_bench::family_member::ramp) {
         const double a = m.ramp_from;
@@ -216,7 +234,8 @@ auto position(const keyroute_bench::family_member& m, std::uint64_t i, std::uint
 }
 
 auto window_events(const keyroute_bench::family_member& m) -> std::uint64_t {
-    const double scale = m.rate == keyroute_bench::family_member::ramp ? (m.ramp_from + m.ramp_to) / 2
+    const double scale = m.rate == keyroute_bench::family_member::ramp
+                             ? (m.ramp_from + m.ramp_to) / 2
                          : m.rate == keyroute_bench::family_member::bursts ? 1.2
                                                                            : 1.0;
     return static_cast<std::uint64_t>(static_cast<double>(m.events) * scale);
@@ -231,9 +250,11 @@ auto run_member(const keyroute_bench::family_member& m) -> std::vector<window_re
     std::vector<std::string> names(base_keys + 1 + m.dynamic.size());
     for (std::size_t i = 0; i < base_keys; ++i) names[i] = "key-" + std::to_string(i);
     names[tenant_id] = "tenant-0";
-    for (std::size_t i = 0; i < m.dynamic.size(); ++i) names[dyn_first + i] = "dyn-" + std::to_string(i);
+    for (std::size_t i = 0; i < m.dynamic.size(); ++i)
+        names[dyn_first + i] = "dyn-" + std::to_string(i);
     std::vector<double> weights(base_keys);
-    for (std::size_t k = 0; k < base_keys; ++k) weights[k] = m.zipf > 0 ? 1.0 / std::pow(static_cast<double>(k + 1), m.zipf) : 1.0;
+    for (std::size_t k = 0; k < base_keys; ++k)
+        weights[k] = m.zipf > 0 ? 1.0 / std::pow(static_cast<double>(k + 1), m.zipf) : 1.0;
     const keyroute_bench::alias_table base(weights);
     std::vector<double> router_weights = m.router_share;
     const keyroute_bench::alias_table pick_router(router_weights);
@@ -284,17 +305,21 @@ auto run_member(const keyroute_bench::family_member& m) -> std::vector<window_re
             } else {
                 key = base(rng);
             }
-            const std::uint32_t thread = m.threads > 1 ? static_cast<std::uint32_t>(rng() % m.threads) : 0;
+            const std::uint32_t thread =
+                m.threads > 1 ? static_cast<std::uint32_t>(rng() % m.threads) : 0;
             double event_t = t - m.thread_lag[thread];
             if (m.late > 0 && static_cast<double>(rng() >> 11U) * 0x1.0p-53 < m.late)
                 event_t -= 2.0 * static_cast<double>(rng() >> 11U) * 0x1.0p-53;
             const std::uint32_t r = m.routers > 1 ? pick_router(rng) : 0;
             sim_traits::current = thread;
             const auto time = clock_type::time_point(std::chrono::milliseconds(
-                start_ms + static_cast<std::int64_t>(std::floor(event_t * static_cast<double>(window_ms)))));
+                start_ms +
+                static_cast<std::int64_t>(std::floor(event_t * static_cast<double>(window_ms)))));
             const auto d = routers[r]->decide(names[key], time);
-            router_window[r] = std::max(router_window[r], static_cast<std::int64_t>(std::floor(event_t)));
-            const std::int64_t counted = std::clamp<std::int64_t>(router_window[r], std::max(w - 1, 0), w);
+            router_window[r] =
+                std::max(router_window[r], static_cast<std::int64_t>(std::floor(event_t)));
+            const std::int64_t counted =
+                std::clamp<std::int64_t>(router_window[r], std::max(w - 1, 0), w);
             judges[counted % 2].add(key, homes[key], d.partition, d.salted);
         }
         if (w > 0) out.push_back(judges[(w - 1) % 2].finish());
@@ -349,7 +374,9 @@ auto quantile(std::vector<double> v, double q) -> double {
 auto run_family(std::uint64_t first, std::uint64_t count, bool check, bool invariants, bool verbose)
     -> int {
     summary all;
-    std::printf("| seed | member | worst window's max/mean (goal; with the threshold's cost) | worst fan-out | cold moved |\n|---|---|---|---|---|\n");
+    std::printf(
+        "| seed | member | worst window's max/mean (goal; with the threshold's cost) | worst "
+        "fan-out | cold moved |\n|---|---|---|---|---|\n");
     for (std::uint64_t s = first; s < first + count; ++s) {
         const auto m = keyroute_bench::family(s);
         const auto rs = run_member(m);
@@ -358,35 +385,44 @@ auto run_family(std::uint64_t first, std::uint64_t count, bool check, bool invar
         std::size_t cold = 0;
         for (std::size_t w = 1; w < rs.size(); ++w) {
             all.add(rs[w], m.uniform());
-            if (worst == nullptr || rs[w].max_over_mean - rs[w].goal() > worst->max_over_mean - worst->goal())
+            if (worst == nullptr ||
+                rs[w].max_over_mean - rs[w].goal() > worst->max_over_mean - worst->goal())
                 worst = &rs[w];
             fan = std::max(fan, rs[w].fanout);
             cold += rs[w].cold_moved;
         }
         if (worst == nullptr) continue;
-        std::printf("| %llu | %s | %.3f (%.3f; %.3f)%s | %.2f%s | %zu |\n", static_cast<unsigned long long>(s),
-                    m.describe().c_str(), worst->max_over_mean, worst->goal(), worst->safe_goal(),
+        std::printf("| %llu | %s | %.3f (%.3f; %.3f)%s | %.2f%s | %zu |\n",
+                    static_cast<unsigned long long>(s), m.describe().c_str(), worst->max_over_mean,
+                    worst->goal(), worst->safe_goal(),
                     worst->max_over_mean > worst->goal() ? " **over**" : "", fan,
                     fan > 1.5 ? " **over**" : "", cold);
         if (verbose) {
             for (std::size_t w = 0; w < rs.size(); ++w)
-                std::printf("    window %zu: max/mean %.3f bound %.3f (%.3f) fan-out %.3f cold %zu salted %llu events %llu\n", w,
-                            rs[w].max_over_mean, rs[w].bound, rs[w].safe_bound, rs[w].fanout, rs[w].cold_moved,
-                            static_cast<unsigned long long>(rs[w].salted), static_cast<unsigned long long>(rs[w].events));
+                std::printf(
+                    "    window %zu: max/mean %.3f bound %.3f (%.3f) fan-out %.3f cold %zu salted "
+                    "%llu events %llu\n",
+                    w, rs[w].max_over_mean, rs[w].bound, rs[w].safe_bound, rs[w].fanout,
+                    rs[w].cold_moved, static_cast<unsigned long long>(rs[w].salted),
+                    static_cast<unsigned long long>(rs[w].events));
         }
         std::fflush(stdout);
     }
     const double n = static_cast<double>(std::max<std::size_t>(all.windows, 1));
     std::printf("\nseeds %llu to %llu: %zu windows (each router's second window on)\n",
-                static_cast<unsigned long long>(first), static_cast<unsigned long long>(first + count - 1), all.windows);
-    std::printf("max/mean - goal: median %+.3f, p99 %+.3f, worst %+.3f; within the goal in %.1f%% of windows; worst max/mean %.3f\n",
-                quantile(all.excess, 0.5), quantile(all.excess, 0.99), all.worst_excess,
-                100.0 * static_cast<double>(all.balance_ok) / n, all.worst_balance);
+                static_cast<unsigned long long>(first),
+                static_cast<unsigned long long>(first + count - 1), all.windows);
+    std::printf(
+        "max/mean - goal: median %+.3f, p99 %+.3f, worst %+.3f; within the goal in %.1f%% of "
+        "windows; worst max/mean %.3f\n",
+        quantile(all.excess, 0.5), quantile(all.excess, 0.99), all.worst_excess,
+        100.0 * static_cast<double>(all.balance_ok) / n, all.worst_balance);
     std::printf("within max(1.10, B' + 0.02), B' with the threshold's cost, in %.1f%% of windows\n",
                 100.0 * static_cast<double>(all.safe_ok) / n);
-    std::printf("fan-out / minimum: median %.3f, p95 %.3f, worst %.3f; <= 1.5 in %.1f%% of windows\n",
-                quantile(all.fanouts, 0.5), quantile(all.fanouts, 0.95), all.worst_fanout,
-                100.0 * static_cast<double>(all.fanout_ok) / n);
+    std::printf(
+        "fan-out / minimum: median %.3f, p95 %.3f, worst %.3f; <= 1.5 in %.1f%% of windows\n",
+        quantile(all.fanouts, 0.5), quantile(all.fanouts, 0.95), all.worst_fanout,
+        100.0 * static_cast<double>(all.fanout_ok) / n);
     std::printf("cold keys moved: %zu; events salted on uniform members: %llu\n", all.cold_moved,
                 static_cast<unsigned long long>(all.uniform_salted));
     if (invariants) {
@@ -407,7 +443,8 @@ auto run_family(std::uint64_t first, std::uint64_t count, bool check, bool invar
 
 template <class Route>
 auto run_named(const keyroute_bench::workload& wl, int windows, std::uint64_t events, Route route,
-               const std::function<std::uint32_t(const std::string&)>& home_of) -> std::vector<window_result> {
+               const std::function<std::uint32_t(const std::string&)>& home_of)
+    -> std::vector<window_result> {
     std::mt19937_64 rng(12345);
     judge j(wl.partitions, wl.keys.size());
     std::vector<window_result> out;
@@ -429,26 +466,39 @@ auto run_named(const keyroute_bench::workload& wl, int windows, std::uint64_t ev
 
 auto named(int windows, std::uint64_t events, bool check) -> int {
     bool ok = true;
-    std::printf("| workload | window | static | naive router | keyroute max/mean (goal; with the threshold's cost) | keyroute fan-out | cold moved |\n|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| workload | window | static | naive router | keyroute max/mean (goal; with the "
+        "threshold's cost) | keyroute fan-out | cold moved |\n|---|---|---|---|---|---|---|\n");
     for (const auto& wl : keyroute_bench::all_workloads()) {
         const base_partitioner p(wl.partitions);
         const auto home = [&](const std::string& k) { return p.route(k); };
-        const auto st = run_named(wl, windows, events, [&](const std::string& k, clock_type::time_point, bool&) { return p.route(k); }, home);
+        const auto st = run_named(
+            wl, windows, events,
+            [&](const std::string& k, clock_type::time_point, bool&) { return p.route(k); }, home);
         keyroute_bench::seed_router seed(wl.partitions, events / wl.partitions / 10);
-        const auto sd = run_named(wl, windows, events, [&](const std::string& k, clock_type::time_point t, bool& salted) {
-            return seed.route(k, std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(), salted);
-        }, [&](const std::string& k) { return seed.home(k); });
+        const auto sd = run_named(
+            wl, windows, events,
+            [&](const std::string& k, clock_type::time_point t, bool& salted) {
+                return seed.route(
+                    k,
+                    std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(),
+                    salted);
+            },
+            [&](const std::string& k) { return seed.home(k); });
         keyroute::salting_config c;
         c.partitions = wl.partitions;
         c.producer_id = 1;
         c.seed = 7;
         c.lanes = 1;
         keyroute::salting_router<> router(c);
-        const auto kr = run_named(wl, windows, events, [&](const std::string& k, clock_type::time_point t, bool& salted) {
-            const auto d = router.decide(k, t);
-            salted = d.salted;
-            return d.partition;
-        }, home);
+        const auto kr = run_named(
+            wl, windows, events,
+            [&](const std::string& k, clock_type::time_point t, bool& salted) {
+                const auto d = router.decide(k, t);
+                salted = d.salted;
+                return d.partition;
+            },
+            home);
         const bool uniform = wl.name.rfind("uniform", 0) == 0;
         for (int w = 0; w < windows; ++w) {
             const auto& r = kr[static_cast<std::size_t>(w)];
@@ -457,14 +507,20 @@ auto named(int windows, std::uint64_t events, bool check) -> int {
             const bool pass = w == 0 || (r.max_over_mean <= 1.25 && r.cold_moved == 0 &&
                                          (!uniform || r.salted == 0));
             ok = ok && pass;
-            std::printf("| %s | %d | %.2f | %.2f | %.3f (%.3f; %.3f) | %.2f | %zu |%s\n", wl.name.c_str(), w,
-                        st[static_cast<std::size_t>(w)].max_over_mean, sd[static_cast<std::size_t>(w)].max_over_mean,
-                        r.max_over_mean, r.goal(), r.safe_goal(), r.fanout, r.cold_moved,
-                        w > 0 && (r.max_over_mean > r.goal() || r.fanout > 1.5) ? " (over the target)" : "");
+            std::printf("| %s | %d | %.2f | %.2f | %.3f (%.3f; %.3f) | %.2f | %zu |%s\n",
+                        wl.name.c_str(), w, st[static_cast<std::size_t>(w)].max_over_mean,
+                        sd[static_cast<std::size_t>(w)].max_over_mean, r.max_over_mean, r.goal(),
+                        r.safe_goal(), r.fanout, r.cold_moved,
+                        w > 0 && (r.max_over_mean > r.goal() || r.fanout > 1.5)
+                            ? " (over the target)"
+                            : "");
         }
         std::fflush(stdout);
     }
-    if (check) std::printf("simulate: %s\n", ok ? "no cold key moved, nothing salted on uniform keys, max/mean <= 1.25 from the second window on" : "a guarantee, or max/mean <= 1.25, missed");
+    if (check)
+        std::printf("simulate: %s\n", ok ? "no cold key moved, nothing salted on uniform keys, "
+                                           "max/mean <= 1.25 from the second window on"
+                                         : "a guarantee, or max/mean <= 1.25, missed");
     return check && !ok ? 1 : 0;
 }
 
@@ -498,8 +554,10 @@ int main(int argc, char** argv) {
         } else if (a == "--verbose") {
             verbose = true;
         } else {
-            std::fprintf(stderr, "usage: simulate --family N [--first S] [--check] [--check-invariants] [--verbose]\n"
-                                 "       simulate --named [--windows W] [--events E] [--check]\n");
+            std::fprintf(stderr,
+                         "usage: simulate --family N [--first S] [--check] [--check-invariants] "
+                         "[--verbose]\n"
+                         "       simulate --named [--windows W] [--events E] [--check]\n");
             return 2;
         }
     }

@@ -377,9 +377,9 @@ TEST_CASE("bad-input: sizing a router for a count it refuses neither hangs nor w
     CHECK(router::state_bytes(router::max_partitions, 4096, 256) < max);
     CHECK(router::state_bytes(router::max_partitions + 1ULL, 4096, 256) == max);
     CHECK(router::state_bytes(router::max_partitions, 4096, 1U << 31U) == max);  // lanes it refuses
-    CHECK(router::state_bytes(64, 4097, 2) == max);                     // hot keys it refuses
-    CHECK(router::state_bytes(0, 128, 2) == max);  // no partitions (0.2.8: a plausible size)
-    CHECK(router::state_bytes(64, 0, 2) < max);    // 0 hot keys: automatic
+    CHECK(router::state_bytes(64, 4097, 2) == max);  // hot keys it refuses
+    CHECK(router::state_bytes(0, 128, 2) == max);    // no partitions (0.2.8: a plausible size)
+    CHECK(router::state_bytes(64, 0, 2) < max);      // 0 hot keys: automatic
     CHECK(router::automatic_lanes(std::uint64_t{1} << 62U, 128, 8) == 2U);
     auto two_lanes = router_config(1024, 0);
     two_lanes.lanes = 2;

@@ -166,7 +166,8 @@ TEST_CASE("two lanes that prove a key at once place it once, and each keeps its 
             const delivered got = deliver("hot", *lane, home_first);
             CHECK(got.gaps == 0);
             REQUIRE(got.ids.size() == lane->size());
-            for (std::size_t i = 0; i < got.ids.size(); ++i) CHECK(got.ids[i] == static_cast<int>(i));
+            for (std::size_t i = 0; i < got.ids.size(); ++i)
+                CHECK(got.ids[i] == static_cast<int>(i));
         }
     }
     const auto lane_of = [](const std::vector<routed>& events) {

@@ -249,8 +249,7 @@ TEST_CASE("clocks that jump backwards or forwards never corrupt the state", "[ro
     CHECK(s.salted > 0);
 }
 
-TEST_CASE("late events count in the current window, however late they are",
-          "[router][clock]") {
+TEST_CASE("late events count in the current window, however late they are", "[router][clock]") {
     for (const bool first : {true, false}) {
         const minute w0 = skewed_minute(0, 60000, 0.1, 500, 31);
         const minute w1 = skewed_minute(1, 60000, 0.1, 500, 32);

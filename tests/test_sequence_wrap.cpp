@@ -30,8 +30,8 @@ constexpr std::uint32_t last_number = 4094;
 struct short_numbers : keyroute::detail::router_traits {
     static constexpr std::uint32_t last_sequence = last_number;
 };
-using router_type =
-    keyroute::salting_router<keyroute::hash_partitioner<>, std::chrono::system_clock, short_numbers>;
+using router_type = keyroute::salting_router<keyroute::hash_partitioner<>,
+                                             std::chrono::system_clock, short_numbers>;
 // Past the last number twice over: every case below routes this many events of one key.
 constexpr std::size_t events = 2 * (last_number + 2) + 100;
 

@@ -122,7 +122,7 @@ struct salting_stats {
     std::uint64_t salted = 0;     ///< of which placed by the hot-key logic
     std::uint64_t stamped = 0;    ///< of which carried a stamp
     std::uint64_t admissions_refused = 0;  ///< keys not tracked: their probe group was full
-    std::uint64_t sketch_skipped = 0;  ///< untracked events the admission sampler did not draw
+    std::uint64_t sketch_skipped = 0;      ///< untracked events the admission sampler did not draw
     std::vector<std::uint64_t> partition_load;  ///< events per partition, current window
     std::vector<hot_key_info> hot_keys;         ///< tracked keys, most events first
     std::size_t memory_bytes = 0;               ///< state allocated at construction
@@ -204,9 +204,8 @@ public:
           m_lanes(m_config.lanes, m_n, m_slots, detail::random_nonzero_u64(),
                   detail::mix64(m_secret_out + 0x632be59bd9b4e019ULL)),
           m_plans(m_slots, detail::planner::plan_capacity(m_n, m_slots)),
-          m_planner(detail::planner_config{m_n, m_slots, m_config.threshold,
-                                           m_config.auto_fraction, m_config.min_threshold,
-                                           m_config.run_length}),
+          m_planner(detail::planner_config{m_n, m_slots, m_config.threshold, m_config.auto_fraction,
+                                           m_config.min_threshold, m_config.run_length}),
           m_avail(m_n) {}
 
     salting_router(const salting_router&) = delete;
@@ -229,8 +228,9 @@ public:
     /// opens its window (more than an hour ahead, at the second event near it); an earlier time
     /// (a late event, a backlog, a clock set back) counts in the current window.
     [[nodiscard]] auto decide(std::string_view key, time_point now) noexcept -> route_decision {
-        detail::lane& ln = Traits::explicit_lane ? m_lanes.at(std::min(Traits::lane(), m_lanes.count() - 1U))
-                                                 : m_lanes.mine();
+        detail::lane& ln = Traits::explicit_lane
+                               ? m_lanes.at(std::min(Traits::lane(), m_lanes.count() - 1U))
+                               : m_lanes.mine();
         const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
         if (__builtin_expect(ln.shared, false)) return decide_overflow(ln, key, ticks);
         const hashed hk = hash_key(key);
@@ -290,7 +290,8 @@ public:
             s.stamped += ln.stamped.load(std::memory_order_relaxed);
             s.admissions_refused += ln.refused.load(std::memory_order_relaxed);
             std::uint64_t untracked = ln.cold_past.load(std::memory_order_relaxed);
-            for (std::uint32_t p = 0; p < m_n; ++p) untracked += ln.cold[p].load(std::memory_order_relaxed);
+            for (std::uint32_t p = 0; p < m_n; ++p)
+                untracked += ln.cold[p].load(std::memory_order_relaxed);
             const std::uint64_t drawn = ln.drawn.load(std::memory_order_relaxed);
             s.sketch_skipped += untracked - std::min(untracked, drawn);
             if (ln.window.load(std::memory_order_acquire) != w) continue;
@@ -360,7 +361,8 @@ public:
     /// The max_hot_keys automatic mode takes: as many keys as partitions (at least 128, at most
     /// 4096), halved while a router with 2 lanes would hold more than auto_memory_budget, down to
     /// 128, for up to 1024 partitions (above that the state grows with the partitions).
-    [[nodiscard]] static auto automatic_hot_keys(std::uint64_t partitions) noexcept -> std::uint32_t {
+    [[nodiscard]] static auto automatic_hot_keys(std::uint64_t partitions) noexcept
+        -> std::uint32_t {
         auto keys = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(partitions, 128U, 4096U));
         while (partitions <= 1024U && keys > 128U &&
                state_bytes(partitions, keys, 2) > auto_memory_budget) {
@@ -421,14 +423,15 @@ private:
 
     /// A tracked key's event: home until its count passes the threshold, then where the plan
     /// spreads it (or home, if the plan keeps it there), stamped by the sequencer.
-    auto tracked(detail::lane& ln, std::uint32_t slot, const hashed& hk, std::string_view key) noexcept
-        -> route_decision {
+    auto tracked(detail::lane& ln, std::uint32_t slot, const hashed& hk,
+                 std::string_view key) noexcept -> route_decision {
         detail::lane_slot& ls = ln.slots[slot];
         detail::key_table::entry& e = m_table.at(slot);
         const std::uint32_t incarnation = e.incarnation.load(std::memory_order_acquire);
         // The slot may have gone to another key since find(): its fingerprint, read again after
         // the incarnation, tells (a hand-over clears it before it changes the incarnation).
-        if (__builtin_expect(m_table.fingerprint(slot) != hk.fp, false)) return untracked(ln, hk, key);
+        if (__builtin_expect(m_table.fingerprint(slot) != hk.fp, false))
+            return untracked(ln, hk, key);
         if (__builtin_expect(ls.incarnation.load(std::memory_order_relaxed) != incarnation, false))
             restart(ln, ls, incarnation);
         Traits::point("tracked");  // the slot's incarnation and fingerprint read
@@ -442,7 +445,8 @@ private:
         const proof pr = proven(e, count + 1U, w);
         if (pr != proof::no) {
             spread = place(ls, slot, d.partition);
-            if (!spread && pr == proof::now) spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);
+            if (!spread && pr == proof::now)
+                spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);
         }
         const detail::sequenced sq =
             ls.seq.next(spread, ln.episodes, ln.episode_step, Traits::last_sequence);
@@ -467,8 +471,7 @@ private:
                                      std::uint32_t home, std::uint32_t count,
                                      std::uint32_t& partition) noexcept -> bool {
         Traits::point("place_new");
-        const auto since =
-            static_cast<std::uint32_t>(ln.routed_in_window()) - ls.first_seen;
+        const auto since = static_cast<std::uint32_t>(ln.routed_in_window()) - ls.first_seen;
         m_planner.place_new(ln.bounds.index, slot, home,
                             static_cast<double>(count) / std::max(since, 1U), m_table, m_plans);
         return place(ls, slot, partition);
@@ -545,8 +548,8 @@ private:
     /// An untracked event the sampler drew: a step towards admission of its key.
     [[gnu::noinline]] void draw(detail::lane& ln, const hashed& hk, std::string_view key) noexcept {
         const std::uint32_t gap = m_planner.sample_gap();
-        ln.sample_left = gap <= 1 ? 1U
-                                  : 1U + static_cast<std::uint32_t>(ln.next_random() % (2U * gap - 1U));
+        ln.sample_left =
+            gap <= 1 ? 1U : 1U + static_cast<std::uint32_t>(ln.next_random() % (2U * gap - 1U));
         const std::uint32_t slot =
             m_table.admit(hk.fp, static_cast<std::uint32_t>(order_of(key)), key, hk.home,
                           ln.bounds.index, m_planner.plans(), m_planner.last_threshold());
@@ -558,7 +561,8 @@ private:
     /// when the event is later), and plans the window if nobody has.
     [[gnu::noinline]] void enter_window(detail::lane& ln, std::int64_t ticks) noexcept {
         std::int64_t w = m_clock.current();
-        if (ticks >= ln.bounds.hi || w == detail::no_window) w = m_clock.observe(m_clock.window_of(ticks));
+        if (ticks >= ln.bounds.hi || w == detail::no_window)
+            w = m_clock.observe(m_clock.window_of(ticks));
         if (w != ln.bounds.index) {
             detail::bump(ln.routed, ln.routed_in_window(), false);
             ln.enter(m_clock.bounds(w), ln.bounds.index, m_n, m_slots);
@@ -615,12 +619,14 @@ private:
         return slots;
     }
 
-    [[nodiscard]] static auto window_ticks(std::chrono::milliseconds window) noexcept -> std::int64_t {
+    [[nodiscard]] static auto window_ticks(std::chrono::milliseconds window) noexcept
+        -> std::int64_t {
         return static_cast<std::int64_t>(
             std::chrono::duration_cast<typename Clock::duration>(window).count());
     }
     /// Windows in more than an hour: a jump of more than that takes a second event (window_clock).
-    [[nodiscard]] static auto jump_windows(std::chrono::milliseconds window) noexcept -> std::int64_t {
+    [[nodiscard]] static auto jump_windows(std::chrono::milliseconds window) noexcept
+        -> std::int64_t {
         const std::int64_t ms = std::max<std::int64_t>(window.count(), 1);
         return std::max<std::int64_t>((3600000 + ms - 1) / ms, 1);
     }
@@ -630,15 +636,17 @@ private:
             detail::invalid_argument("salting_config.partitions must be at least 1, got 0");
         }
         if (config.partitions > max_partitions) {
-            detail::invalid_argument("salting_config.partitions must be at most 2^20 (1048576), got " +
-                                     std::to_string(config.partitions));
+            detail::invalid_argument(
+                "salting_config.partitions must be at most 2^20 (1048576), got " +
+                std::to_string(config.partitions));
         }
         return Partitioner(config.partitions);
     }
 
     static auto check_base(Partitioner base, const salting_config& config) -> Partitioner {
         if (base.partitions() != config.partitions) {
-            detail::invalid_argument("salting_config.partitions (" + std::to_string(config.partitions) +
+            detail::invalid_argument("salting_config.partitions (" +
+                                     std::to_string(config.partitions) +
                                      ") differs from the base partitioner's (" +
                                      std::to_string(base.partitions()) + ")");
         }
@@ -721,7 +729,8 @@ private:
     static auto resolve(salting_config c) -> salting_config {
         if (c.max_hot_keys == 0) c.max_hot_keys = automatic_hot_keys(c.partitions);
         if (c.lanes == 0) {
-            c.lanes = automatic_lanes(c.partitions, c.max_hot_keys, std::thread::hardware_concurrency());
+            c.lanes =
+                automatic_lanes(c.partitions, c.max_hot_keys, std::thread::hardware_concurrency());
         }
         if (c.producer_id == 0) c.producer_id = detail::random_nonzero_u64();
         if (c.seed == 0) c.seed = detail::random_nonzero_u64();

@@ -9,7 +9,8 @@
 
 using keyroute::detail::availability;
 
-TEST_CASE("availability: set reports changes, and any_down follows the count", "[router][availability]") {
+TEST_CASE("availability: set reports changes, and any_down follows the count",
+          "[router][availability]") {
     availability a(8);
     CHECK_FALSE(a.any_down());
     const auto c0 = a.changes();

@@ -26,11 +26,13 @@ auto admit(key_table& t, std::uint64_t fp, std::int64_t w, std::uint32_t plan) -
 
 }  // namespace
 
-TEST_CASE("key_table: a key is admitted at its second draw, and found after", "[router][key_table]") {
+TEST_CASE("key_table: a key is admitted at its second draw, and found after",
+          "[router][key_table]") {
     key_table t(16);
     const std::uint64_t fp = fp_in_group(0, 1);
     CHECK(t.find(fp) == key_table::npos);
-    CHECK(t.admit(fp, 7, "user-42", 3, 10, 0, 1U << 20U) == key_table::npos);  // first draw: the doorkeeper
+    CHECK(t.admit(fp, 7, "user-42", 3, 10, 0, 1U << 20U) ==
+          key_table::npos);  // first draw: the doorkeeper
     const std::uint32_t slot = t.admit(fp, 7, "user-42", 3, 10, 0, 1U << 20U);
     REQUIRE(slot < 16U);
     CHECK(t.find(fp) == slot);

@@ -18,7 +18,8 @@ const auto none_down = [](std::uint32_t) { return false; };
 void publish(plan_store& s, std::uint32_t slot,
              const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pieces) {
     s.begin();
-    for (std::uint32_t j = 0; j < pieces.size(); ++j) s.write_piece(j, pieces[j].first, pieces[j].second);
+    for (std::uint32_t j = 0; j < pieces.size(); ++j)
+        s.write_piece(j, pieces[j].first, pieces[j].second);
     s.assign(slot, 0, static_cast<std::uint32_t>(pieces.size()));
     s.publish(static_cast<std::uint32_t>(pieces.size()));
 }
@@ -40,7 +41,8 @@ TEST_CASE("plan_store: no plan yet, or none for the slot: none", "[router][plan]
     CHECK(s.pick(1, 12345, none_down, p) == plan_store::outcome::none);
 }
 
-TEST_CASE("plan_store: cursor positions pick pieces in proportion to their ranges", "[router][plan]") {
+TEST_CASE("plan_store: cursor positions pick pieces in proportion to their ranges",
+          "[router][plan]") {
     plan_store s(1, 16);
     // Three pieces: a quarter, a half, a quarter of the positions.
     publish(s, 0, {{3, 0x3fffffffU}, {7, 0xbfffffffU}, {9, 0xffffffffU}});
@@ -66,7 +68,8 @@ TEST_CASE("plan_store: cursor positions pick pieces in proportion to their range
     }
 }
 
-TEST_CASE("plan_store: a down partition is skipped for the next piece that is up", "[router][plan]") {
+TEST_CASE("plan_store: a down partition is skipped for the next piece that is up",
+          "[router][plan]") {
     plan_store s(1, 16);
     publish(s, 0, {{1, 0x7fffffffU}, {2, 0xffffffffU}});
     std::uint32_t p = 0;
@@ -98,7 +101,8 @@ TEST_CASE("plan_store: a slot being rewritten reads busy; appended pieces join t
     CHECK(p == 8U);
     CHECK(s.used() == 2U);
     std::vector<std::pair<std::uint32_t, double>> shares;
-    CHECK(s.pieces_of(1, [&](std::uint32_t q, double share) { shares.emplace_back(q, share); }) == 1U);
+    CHECK(s.pieces_of(1, [&](std::uint32_t q, double share) { shares.emplace_back(q, share); }) ==
+          1U);
     REQUIRE(shares.size() == 1);
     CHECK(shares[0].first == 8U);
     CHECK(shares[0].second == Approx(1.0));

@@ -37,8 +37,8 @@ auto run_window(keyroute::salting_router<>& r, std::int64_t w, std::uint64_t eve
         const double x = static_cast<double>(i) / static_cast<double>(events);
         const bool is_k = std::uniform_real_distribution<double>(0, 1)(rng) < share(x);
         const std::string key = is_k ? std::string("k") : "c" + std::to_string(rng() % 20000);
-        const auto t = clock_type::time_point(std::chrono::milliseconds(
-            60000 * w + static_cast<std::int64_t>(x * 60000)));
+        const auto t = clock_type::time_point(
+            std::chrono::milliseconds(60000 * w + static_cast<std::int64_t>(x * 60000)));
         const auto d = r.decide(key, t);
         ++load[d.partition];
         if (is_k) k_parts.insert(d.partition);
@@ -59,11 +59,13 @@ TEST_CASE("planner: a key that turns hot in the middle of a window is spread at 
     keyroute::salting_router<> r(config(64));
     std::vector<std::uint64_t> load;
     std::set<std::uint32_t> parts;
-    run_window(r, 100, 400000, [](double) { return 0.0; }, load, parts);
+    run_window(
+        r, 100, 400000, [](double) { return 0.0; }, load, parts);
     // From the middle of window 101 on, "k" takes 30% of the events: 15% of the window, 10
     // partitions' worth, but half of every partition's room went to the first half's cold keys,
     // so it takes about 0.15 / (1.05 - 0.5 - 0.35) of them. The whole window stays balanced.
-    run_window(r, 101, 400000, [](double x) { return x < 0.5 ? 0.0 : 0.3; }, load, parts);
+    run_window(
+        r, 101, 400000, [](double x) { return x < 0.5 ? 0.0 : 0.3; }, load, parts);
     INFO("max/mean " << max_over_mean(load) << ", k on " << parts.size() << " partitions");
     CHECK(max_over_mean(load) < 1.25);
     CHECK(parts.size() >= 10);
@@ -74,10 +76,12 @@ TEST_CASE("planner: a key that shrinks gives its room back to the others", "[rou
     keyroute::salting_router<> r(config(32));
     std::vector<std::uint64_t> load;
     std::set<std::uint32_t> parts;
-    run_window(r, 200, 300000, [](double) { return 0.5; }, load, parts);
+    run_window(
+        r, 200, 300000, [](double) { return 0.5; }, load, parts);
     // "k" falls from half the events to a tenth of that at a third of the window: the
     // partitions it was planned on must not stay empty while cold keys fill the rest.
-    run_window(r, 201, 300000, [](double x) { return x < 0.33 ? 0.5 : 0.05; }, load, parts);
+    run_window(
+        r, 201, 300000, [](double x) { return x < 0.33 ? 0.5 : 0.05; }, load, parts);
     const auto low = *std::min_element(load.begin(), load.end());
     const double mean = 300000.0 / 32;
     INFO("min/mean " << static_cast<double>(low) / mean << ", max/mean " << max_over_mean(load));
@@ -89,15 +93,16 @@ TEST_CASE("planner: a partition marked down is left by spread keys at once", "[r
     keyroute::salting_router<> r(config(16));
     std::vector<std::uint64_t> load;
     std::set<std::uint32_t> parts;
-    run_window(r, 300, 100000, [](double) { return 0.6; }, load, parts);
+    run_window(
+        r, 300, 100000, [](double) { return 0.6; }, load, parts);
     REQUIRE(parts.size() > 8);
     const std::uint32_t home = r.base().route("k");
     const std::uint32_t victim = home == 5 ? 6 : 5;
     r.set_available(victim, false);
     std::uint64_t on_victim = 0;
     for (int i = 0; i < 5000; ++i) {
-        const auto d = r.decide("k", clock_type::time_point(std::chrono::milliseconds(
-                                         60000 * 300 + 50000 + i)));
+        const auto d = r.decide(
+            "k", clock_type::time_point(std::chrono::milliseconds(60000 * 300 + 50000 + i)));
         on_victim += d.salted && d.partition == victim ? 1U : 0U;
     }
     CHECK(on_victim == 0);

@@ -25,16 +25,17 @@ auto fill(std::vector<double> room, std::vector<demand> keys, const water_filler
           const placement& before = {}) -> placement {
     water_filler f(static_cast<std::uint32_t>(room.size()), 64, 256);
     placement out;
-    f.fill(room.data(), keys.data(), static_cast<std::uint32_t>(keys.size()), o,
-           [&](std::uint32_t slot, const auto& each) {
-               const auto it = before.by_slot.find(slot);
-               if (it == before.by_slot.end()) return;
-               for (const auto& [p, v] : it->second) each(p);
-           },
-           [&](const demand& d, const piece_list& pieces) {
-               for (std::uint32_t i = 0; i < pieces.size(); ++i)
-                   out.by_slot[d.slot].emplace_back(pieces[i].partition, pieces[i].volume);
-           });
+    f.fill(
+        room.data(), keys.data(), static_cast<std::uint32_t>(keys.size()), o,
+        [&](std::uint32_t slot, const auto& each) {
+            const auto it = before.by_slot.find(slot);
+            if (it == before.by_slot.end()) return;
+            for (const auto& [p, v] : it->second) each(p);
+        },
+        [&](const demand& d, const piece_list& pieces) {
+            for (std::uint32_t i = 0; i < pieces.size(); ++i)
+                out.by_slot[d.slot].emplace_back(pieces[i].partition, pieces[i].volume);
+        });
     return out;
 }
 

@@ -50,10 +50,10 @@ TEST_CASE("window_clock: a jump of more than an hour takes a second event near i
           "[router][window_clock]") {
     window_clock c(60, 60);  // a jump is more than 60 windows
     REQUIRE(c.observe(100) == 100);
-    CHECK(c.observe(100 + 60) == 160);      // exactly the limit: moves
-    CHECK(c.observe(100000) == 160);        // one stray time far ahead: stays
-    CHECK(c.observe(200) == 200);           // a near time moves it as before
-    CHECK(c.observe(900000) == 200);        // another stray
-    CHECK(c.observe(5000000) == 200);       // and another, not near the first
-    CHECK(c.observe(5000001) == 5000001);   // within one window of the last: a real jump
+    CHECK(c.observe(100 + 60) == 160);     // exactly the limit: moves
+    CHECK(c.observe(100000) == 160);       // one stray time far ahead: stays
+    CHECK(c.observe(200) == 200);          // a near time moves it as before
+    CHECK(c.observe(900000) == 200);       // another stray
+    CHECK(c.observe(5000000) == 200);      // and another, not near the first
+    CHECK(c.observe(5000001) == 5000001);  // within one window of the last: a real jump
 }

@@ -45,11 +45,11 @@ public:
     struct entry {
         std::atomic<std::uint32_t> incarnation{0};  // changes with each key the slot holds
         std::atomic<std::uint32_t> home{0};
-        std::atomic<std::uint32_t> order{0};    // the key's own order of partitions (water_fill)
-        std::atomic<std::uint32_t> proven{0};   // window tag: its count passed the threshold
-        std::atomic<std::uint32_t> spread{0};   // window tag: a plan placed it off home
+        std::atomic<std::uint32_t> order{0};     // the key's own order of partitions (water_fill)
+        std::atomic<std::uint32_t> proven{0};    // window tag: its count passed the threshold
+        std::atomic<std::uint32_t> spread{0};    // window tag: a plan placed it off home
         std::atomic<std::uint32_t> admitted{0};  // the planner's plan count at admission
-        std::atomic<std::uint32_t> volume{0};   // its events in window `volume_window`
+        std::atomic<std::uint32_t> volume{0};    // its events in window `volume_window`
         std::atomic<std::uint32_t> volume_window{0};
         std::atomic<std::uint32_t> key_len{0};
         std::atomic<std::uint32_t> key_word[prefix_bytes / 4] = {};
@@ -122,7 +122,8 @@ public:
     /// room, see pressure). `plan` is the planner's plan count.
     auto admit(std::uint64_t fp, std::uint32_t order, std::string_view key, std::uint32_t home,
                std::int64_t w, std::uint32_t plan, std::uint64_t small) noexcept -> std::uint32_t {
-        std::atomic<std::uint32_t>& cell = m_door[static_cast<std::size_t>(fp >> 20U) & m_door_mask];
+        std::atomic<std::uint32_t>& cell =
+            m_door[static_cast<std::size_t>(fp >> 20U) & m_door_mask];
         const auto tag = static_cast<std::uint32_t>(fp >> 32U) | 1U;
         if (cell.load(std::memory_order_relaxed) != tag) {
             cell.store(tag, std::memory_order_relaxed);
@@ -162,7 +163,9 @@ public:
     [[nodiscard]] auto pressure(std::uint32_t g) const noexcept -> std::uint32_t {
         return static_cast<std::uint32_t>(m_pending[g].load(std::memory_order_relaxed));
     }
-    void clear_pressure(std::uint32_t g) noexcept { m_pending[g].store(0, std::memory_order_relaxed); }
+    void clear_pressure(std::uint32_t g) noexcept {
+        m_pending[g].store(0, std::memory_order_relaxed);
+    }
     [[nodiscard]] static auto retired_in(const entry& e, std::int64_t w) noexcept -> bool {
         return e.retired.load(std::memory_order_relaxed) == window_tag(w);
     }
@@ -233,9 +236,10 @@ private:
     static constexpr std::uint64_t claiming = 2;  // even: never a fingerprint
 
     /// An empty slot of fp's group, else its evictable slot with the smallest volume (under
-    /// `small`, or retired), else refused; or npos with the slot's index if fp is there already (a bit lost to a rebuild).
-    auto choose_slot(std::uint64_t fp, std::int64_t w, std::uint32_t plan, std::uint64_t small) noexcept
-        -> std::uint32_t {
+    /// `small`, or retired), else refused; or npos with the slot's index if fp is there already (a
+    /// bit lost to a rebuild).
+    auto choose_slot(std::uint64_t fp, std::int64_t w, std::uint32_t plan,
+                     std::uint64_t small) noexcept -> std::uint32_t {
         const std::uint32_t first = group_of(fp);
         const std::uint32_t start = place_of(fp);
         std::uint32_t victim = refused;
@@ -253,9 +257,11 @@ private:
                 v = 0;
             } else if (evictable(m_entries[s], w, plan)) {
                 const std::uint32_t volume = volume_in(m_entries[s], w);
-                if (volume < small || retired_in(m_entries[s], w)) v = std::min(volume, 0xfffffffdU) + 1U;
+                if (volume < small || retired_in(m_entries[s], w))
+                    v = std::min(volume, 0xfffffffdU) + 1U;
             }
-            // Strictly less: of equals, the first from the key's place (an empty slot, at 0, first).
+            // Strictly less: of equals, the first from the key's place (an empty slot, at 0,
+            // first).
             if (v < victim_volume) {
                 victim = s;
                 victim_volume = v;
@@ -295,7 +301,8 @@ private:
         const std::uint64_t v = p.load(std::memory_order_relaxed);
         const std::uint64_t count = v & 0xffffffffU;
         if ((v & ~std::uint64_t{0xffffffffU}) == tag) {
-            p.store(tag | std::min<std::uint64_t>(count + 1U, 0xffffffffU), std::memory_order_relaxed);
+            p.store(tag | std::min<std::uint64_t>(count + 1U, 0xffffffffU),
+                    std::memory_order_relaxed);
         } else {
             p.store(count <= 1U ? tag | 1U : v - 1U, std::memory_order_relaxed);
         }
@@ -331,7 +338,7 @@ private:
     std::unique_ptr<std::atomic<std::uint64_t>[]> m_filter;
     std::unique_ptr<std::atomic<std::uint32_t>[]> m_door;
     std::unique_ptr<std::atomic<std::uint64_t>[]> m_pending;  // per group: key tag | count
-    std::unique_ptr<std::uint64_t[]> m_scratch;  // rebuild_filter's
+    std::unique_ptr<std::uint64_t[]> m_scratch;               // rebuild_filter's
 };
 
 }  // namespace keyroute::detail

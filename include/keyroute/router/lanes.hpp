@@ -54,7 +54,8 @@ inline void bump_saturating(std::atomic<std::uint32_t>& counter, bool shared) no
         if (v != 0xffffffffU) counter.store(v + 1, std::memory_order_relaxed);
         return;
     }
-    while (v != 0xffffffffU && !counter.compare_exchange_weak(v, v + 1, std::memory_order_relaxed)) {
+    while (v != 0xffffffffU &&
+           !counter.compare_exchange_weak(v, v + 1, std::memory_order_relaxed)) {
     }
 }
 
@@ -73,15 +74,15 @@ struct alignas(64) lane {
     std::atomic<std::uint64_t> events{0};
     std::atomic<std::uint32_t> batch{0};
     std::atomic<std::uint32_t> check_left{0};  // events until the lane next asks whether to plan
-    std::atomic<std::int64_t> latest{0};   // the latest event time (ticks) routed in `window`
+    std::atomic<std::int64_t> latest{0};       // the latest event time (ticks) routed in `window`
     std::atomic<std::int64_t> prev_window{no_window};  // the window before, and its events
     std::atomic<std::uint64_t> prev_events{0};
     std::atomic<std::uint64_t> routed{0};  // events of the windows before `window`
     std::atomic<std::uint64_t> salted{0};
     std::atomic<std::uint64_t> stamped{0};
-    std::atomic<std::uint64_t> refused{0};         // admissions refused: the key's group was full
+    std::atomic<std::uint64_t> refused{0};    // admissions refused: the key's group was full
     std::atomic<std::uint64_t> cold_past{0};  // events of untracked keys before `window`
-    std::atomic<std::uint64_t> drawn{0};           // untracked events drawn for admission
+    std::atomic<std::uint64_t> drawn{0};      // untracked events drawn for admission
     // The lane's thread only.
     window_bounds bounds;
     std::uint32_t sample_left = 1;
@@ -174,7 +175,7 @@ public:
           m_uid(uid),
           m_lanes(std::make_unique<lane[]>(exclusive + 1U)),
           m_loads(std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{exclusive + 1U} * 2U *
-                                                                  partitions)),
+                                                                 partitions)),
           m_slots(std::make_unique<lane_slot[]>(std::size_t{exclusive} * slot_count)) {
         for (std::uint32_t i = 0; i <= exclusive; ++i) {
             lane& ln = m_lanes[i];
@@ -194,7 +195,8 @@ public:
     [[nodiscard]] static constexpr auto bytes(std::uint32_t exclusive, std::uint32_t partitions,
                                               std::uint32_t slot_count) noexcept -> std::size_t {
         return std::size_t{exclusive + 1U} *
-                   (sizeof(lane) + 2U * partitions * sizeof(std::atomic<std::uint32_t>)) +
+                   (sizeof(lane) +
+                    2U * std::size_t{partitions} * sizeof(std::atomic<std::uint32_t>)) +
                std::size_t{exclusive} * slot_count * sizeof(lane_slot);
     }
 

@@ -52,8 +52,8 @@ public:
     /// Writes piece i of the plan being written: `partition`, with the pieces up to and
     /// including it covering cursor positions up to `end` (the last piece's end is 2^32 - 1).
     void write_piece(std::uint32_t i, std::uint32_t partition, std::uint32_t end) noexcept {
-        m_pieces[(m_writing & 1U) * m_capacity + i].store(
-            (std::uint64_t{partition} << 32U) | end, std::memory_order_relaxed);
+        m_pieces[(m_writing & 1U) * m_capacity + i].store((std::uint64_t{partition} << 32U) | end,
+                                                          std::memory_order_relaxed);
     }
 
     /// Gives `slot` pieces [first, first + count) of the plan being written; count 0: none (the
@@ -94,8 +94,8 @@ public:
     /// The partition for cursor position `u` among slot's pieces, skipping partitions for which
     /// `down(p)` is true (then the next piece that is up; `none` if none is).
     template <class Down>
-    auto pick(std::uint32_t slot, std::uint32_t u, const Down& down, std::uint32_t& partition) const
-        noexcept -> outcome {
+    auto pick(std::uint32_t slot, std::uint32_t u, const Down& down,
+              std::uint32_t& partition) const noexcept -> outcome {
         const std::uint64_t v1 = m_version.load(std::memory_order_acquire);
         const std::uint64_t k = v1 / 2U;  // the last complete plan
         const std::uint64_t d = m_desc[slot].load(std::memory_order_acquire);
@@ -149,8 +149,8 @@ public:
         double before = 0;
         for (std::uint32_t i = 0; i < count; ++i) {
             const std::uint64_t piece = pieces[i].load(std::memory_order_relaxed);
-            const double end = (static_cast<double>(static_cast<std::uint32_t>(piece)) + 1.0) /
-                               4294967296.0;
+            const double end =
+                (static_cast<double>(static_cast<std::uint32_t>(piece)) + 1.0) / 4294967296.0;
             out(static_cast<std::uint32_t>(piece >> 32U), end - before);
             before = end;
         }

@@ -79,8 +79,8 @@ public:
         -> std::uint32_t {
         return 2U * partitions + slots;
     }
-    [[nodiscard]] static constexpr auto bytes(std::uint32_t partitions, std::uint32_t slots) noexcept
-        -> std::size_t {
+    [[nodiscard]] static constexpr auto bytes(std::uint32_t partitions,
+                                              std::uint32_t slots) noexcept -> std::size_t {
         return std::size_t{partitions} * (sizeof(part) + sizeof(double)) +
                std::size_t{slots} * (sizeof(key) + sizeof(demand) + sizeof(bool)) +
                water_filler::bytes(partitions, slots, plan_capacity(partitions, slots));
@@ -156,19 +156,20 @@ public:
             !key_table::spread_in(e, w) && home < m_c.partitions) {
             demand d{slot, home, static_cast<float>(share * m_rest),
                      e.order.load(std::memory_order_relaxed)};
-            m_fill.fill(m_room.get(), &d, 1, fill_options(false), [](std::uint32_t, const auto&) {},
-                        [&](const demand&, const piece_list& pieces) {
-                            const std::uint32_t count = pieces.size();
-                            if ((count > 1 || (count == 1 && pieces[0].partition != home)) &&
-                                std::uint64_t{plans.used()} + count <= plans.capacity()) {
-                                write_pieces(pieces, [&](std::uint32_t j, std::uint32_t p,
-                                                         std::uint32_t end) {
-                                    plans.append_piece(j, p, end);
-                                });
-                                plans.assign_appended(slot, count);
-                                e.spread.store(window_tag(w), std::memory_order_relaxed);
-                            }
-                        });
+            m_fill.fill(
+                m_room.get(), &d, 1, fill_options(false), [](std::uint32_t, const auto&) {},
+                [&](const demand&, const piece_list& pieces) {
+                    const std::uint32_t count = pieces.size();
+                    if ((count > 1 || (count == 1 && pieces[0].partition != home)) &&
+                        std::uint64_t{plans.used()} + count <= plans.capacity()) {
+                        write_pieces(pieces,
+                                     [&](std::uint32_t j, std::uint32_t p, std::uint32_t end) {
+                                         plans.append_piece(j, p, end);
+                                     });
+                        plans.assign_appended(slot, count);
+                        e.spread.store(window_tag(w), std::memory_order_relaxed);
+                    }
+                });
             e.proven.store(window_tag(w), std::memory_order_relaxed);
         }
         m_busy.store(false, std::memory_order_release);
@@ -248,7 +249,8 @@ private:
                 load += c + std::uint64_t{ln.tracked[p].load(std::memory_order_relaxed)};
             }
             part& x = m_parts[p];
-            x.cold_rate = blend(static_cast<double>(cold - std::min(cold, x.cold_last)), x.cold_rate);
+            x.cold_rate =
+                blend(static_cast<double>(cold - std::min(cold, x.cold_last)), x.cold_rate);
             x.cold_last = cold;
             m_room[p] = static_cast<double>(load);
         }
@@ -309,8 +311,8 @@ private:
             m_t = m_c.threshold;
             return;
         }
-        const double volume = m_prev_events > 0 ? std::max(e, static_cast<double>(m_prev_events))
-                                                : 2.0 * m_end;
+        const double volume =
+            m_prev_events > 0 ? std::max(e, static_cast<double>(m_prev_events)) : 2.0 * m_end;
         // Three standard deviations over the line: a producer whose share of the traffic is
         // random (one of several) must not prove a key on a lucky draw.
         const double line = m_c.auto_fraction * volume / m_c.partitions;
@@ -329,7 +331,7 @@ private:
     /// newcomer is the larger, as its refusals tell (each is about a sample gap of its events,
     /// over the interval since the last plan: scaled to the window, its volume).
     void make_room(std::int64_t w, key_table& table) noexcept {
-        const double gap = static_cast<double>(m_sample_gap.load(std::memory_order_relaxed));
+        const auto gap = static_cast<double>(m_sample_gap.load(std::memory_order_relaxed));
         const double scale = m_end / std::max(m_interval, 1.0);
         for (std::uint32_t g = 0; g < table.groups(); ++g) {
             const std::uint32_t refusals = table.pressure(g);
@@ -343,7 +345,8 @@ private:
                     smallest = s;
             }
             if (smallest != key_table::npos &&
-                refusals * gap * scale > 2.0 * static_cast<double>(expected_volume(m_keys[smallest])))
+                refusals * gap * scale >
+                    2.0 * static_cast<double>(expected_volume(m_keys[smallest])))
                 table.at(smallest).retired.store(window_tag(w), std::memory_order_relaxed);
         }
     }
@@ -376,7 +379,7 @@ private:
             }
             if (!proven) {
                 // Until it passes the threshold, the key's events go home.
-                const double need = static_cast<double>(m_t + 1U - k.count);
+                const auto need = static_cast<double>(m_t + 1U - k.count);
                 if (expected <= need) {
                     m_room[home] -= expected;
                     continue;
@@ -384,8 +387,8 @@ private:
                 m_room[home] -= need;
                 expected -= need;
             }
-            m_demands[count++] =
-                demand{s, home, static_cast<float>(expected), e.order.load(std::memory_order_relaxed)};
+            m_demands[count++] = demand{s, home, static_cast<float>(expected),
+                                        e.order.load(std::memory_order_relaxed)};
         }
         raise_level(avail, count);
         // The previous plan is read in the fill's first pass, the new one written (into the
@@ -425,7 +428,8 @@ private:
     /// go where the room is largest instead of piling on their home.
     void raise_level(const availability& avail, std::uint32_t count) noexcept {
         double demand = 0;
-        for (std::uint32_t i = 0; i < count; ++i) demand += static_cast<double>(m_demands[i].volume);
+        for (std::uint32_t i = 0; i < count; ++i)
+            demand += static_cast<double>(m_demands[i].volume);
         demand *= 1.0 + headroom;
         for (int round = 0; round < 4; ++round) {
             double room = 0;
@@ -465,7 +469,8 @@ private:
             cum += static_cast<double>(kp[j].volume);
             // No volume at all: the pieces share alike.
             const double share = total > 0 ? cum / total : static_cast<double>(j + 1U) / count;
-            const double end = j + 1 == count ? 4294967295.0 : std::floor(share * 4294967296.0) - 1.0;
+            const double end =
+                j + 1 == count ? 4294967295.0 : std::floor(share * 4294967296.0) - 1.0;
             write(j, kp[j].partition,
                   static_cast<std::uint32_t>(std::clamp(end, 0.0, 4294967295.0)));
         }

@@ -197,10 +197,12 @@ private:
     /// or home when it has no piece.
     void spread_rest(piece_list& list, double left, std::uint32_t home) {
         double placed = 0;
-        for (std::uint32_t i = 0; i < list.size(); ++i) placed += static_cast<double>(list[i].volume);
+        for (std::uint32_t i = 0; i < list.size(); ++i)
+            placed += static_cast<double>(list[i].volume);
         if (placed > 0) {
             for (std::uint32_t i = 0; i < list.size(); ++i) {
-                list[i].volume += static_cast<float>(left * static_cast<double>(list[i].volume) / placed);
+                list[i].volume +=
+                    static_cast<float>(left * static_cast<double>(list[i].volume) / placed);
             }
         } else if (list.size() > 0) {
             for (std::uint32_t i = 0; i < list.size(); ++i)
@@ -260,7 +262,7 @@ private:
     std::uint32_t m_max_keys;
     std::unique_ptr<std::uint64_t[]> m_heap;
     std::unique_ptr<piece[]> m_pieces;
-    std::unique_ptr<std::uint32_t[]> m_mark;  // [partition]: the key (m_key) with a piece there
+    std::unique_ptr<std::uint32_t[]> m_mark;   // [partition]: the key (m_key) with a piece there
     std::unique_ptr<std::uint32_t[]> m_first;  // per key: its first-pass pieces in m_pieces
     std::unique_ptr<std::uint32_t[]> m_count;
     std::unique_ptr<float[]> m_left;

@@ -75,8 +75,7 @@ public:
         std::int64_t current = m_window.load(std::memory_order_acquire);
         while (w > current) {
             std::int64_t far = 0;
-            if (current != no_window && !__builtin_add_overflow(current, m_jump, &far) &&
-                w > far) {
+            if (current != no_window && !__builtin_add_overflow(current, m_jump, &far) && w > far) {
                 // The first far event only leaves its window here; the next near it moves.
                 // |seen - w| <= 1, computed modulo 2^64 (seen may be no_window).
                 const std::int64_t seen = m_jump_to.exchange(w, std::memory_order_relaxed);
