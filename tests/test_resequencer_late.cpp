@@ -257,3 +257,23 @@ TEST_CASE("a checkpoint carries the forgotten history: late events after restore
         CHECK(b.r.held_events() == 0);
     }
 }
+
+TEST_CASE("release_early never gives up the sequence of the event being pushed",
+          "[ordering][resequencer]") {
+    harness h(config(2, ms(5000)));
+    // 3 is the oldest held, then 1 (both from partition 1): both wait for 0. The buffer is full
+    // when 2 comes (from partition 2).
+    CHECK(h.push(3, ms(0)) == push_result::accepted);
+    CHECK(h.push(1, ms(1)) == push_result::accepted);
+    CHECK(h.r.held_events() == 2);
+    // Making room releases 3 after what it waits for: 0 is given up, 1 goes, and 2 is the event
+    // in hand: it goes in order (not `late` behind a gap reported for itself), then 3.
+    CHECK(h.push(2, ms(2)) == push_result::accepted);
+    REQUIRE(h.out.size() == 3);
+    CHECK(h.out[0].seq == 1);
+    CHECK(h.out[1].seq == 2);
+    CHECK(h.out[2].seq == 3);
+    for (const seen& s : h.out) CHECK(s.order == delivery_order::in_order);
+    CHECK(h.gaps.size() == 1);  // 0 alone
+    CHECK(h.r.held_events() == 0);
+}

@@ -104,7 +104,9 @@ namespace keyroute {
 
 /// What the resequencer does with an event that must be held while the buffer is full.
 enum class full_policy {
-    release_early,  ///< give up the oldest held event's gaps now (gap_reason::full), then hold
+    /// give up the oldest held event's gaps now (gap_reason::full), then hold; never the
+    /// pushed event's own sequence: if the oldest waits for it, it is delivered at once
+    release_early,
     refuse,         ///< return push_result::refused; the caller keeps the event (backpressure)
 };
 
@@ -730,6 +732,7 @@ private:
 
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
+    static constexpr std::uint32_t waits_for_pushed = tombstone - 1;  // blocker(): see protect
     static constexpr std::uint64_t last_sequence = std::numeric_limits<std::uint64_t>::max();
     /// Given-up ranges remembered per episode to tell a late arrival from a duplicate. When
     /// there are more, the oldest are dropped and the episode's history below them forgotten:
@@ -824,6 +827,7 @@ private:
         ~reentry_guard() {
             m_r.m_busy = false;
             m_r.m_book.scanning = nullptr;  // in case a sink threw mid-scan
+            m_r.m_book.protect = nullptr;
             // A sink threw: a scan or a cascade may have stopped half-way, with events ready
             // to go still held. The next call looks again.
             if (std::uncaught_exceptions() > m_unwinding) m_r.m_book.interrupted = true;
@@ -872,6 +876,7 @@ private:
         const std::uint64_t key_hash = fifo_hash(key, source.partition);
         std::size_t bytes = 0;
         bool sized = false;
+        bool must_go = false;  // what the buffer must release first waits for this very event
         for (;;) {
             const plan p = classify(key, key_hash, st, source);
             if (p.what == verdict::duplicate) {
@@ -898,7 +903,7 @@ private:
                 bytes = static_cast<std::size_t>(m_event_size(std::as_const(event))) + key.size();
                 sized = true;
             }
-            if (bytes <= m_config.max_bytes) {
+            if (!must_go && bytes <= m_config.max_bytes) {
                 const std::size_t room =
                     m_config.max_bytes - std::min(m_book.bytes, m_config.max_bytes);
                 if (m_book.events < m_config.max_events && bytes <= room) {
@@ -910,7 +915,16 @@ private:
                     ++m_stats.refused;
                     return push_result::refused;
                 }
-                if (release_oldest(gap_reason::full)) continue;
+                // The oldest held event's gaps are given up, but never this event's own sequence:
+                // if the oldest waits for it, it goes at once instead (as an oversized one),
+                // rather than come `late` behind a gap reported for itself.
+                m_book.protect = st && !p.late ? p.episode : nullptr;
+                m_book.protect_seq = st.sequence;
+                m_book.protect_hit = false;
+                const bool released = release_oldest(gap_reason::full);
+                m_book.protect = nullptr;
+                must_go = m_book.protect_hit;
+                if (released) continue;
                 // Nothing left to release, yet no room (only an accounting slip gets here):
                 // delivered at once like an event too big to hold, rather than a loop forever.
             }
@@ -1299,6 +1313,8 @@ private:
         const deadline_item item = m_deadlines.front();
         if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, why);
         // force() leaves the heap as it was (nothing is held meanwhile): `item` is still first.
+        // It stays if force() stopped at the event being pushed.
+        if (is_pending(item.slot, item.serial)) return;
         std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
         m_deadlines.pop_back();
     }
@@ -1352,8 +1368,13 @@ private:
         m_dirty.push_back(&q);
     }
 
-    // Gives up the missing sequences of `ep` below `limit` (not the held ones).
+    // Gives up the missing sequences of `ep` below `limit` (not the held ones), and not the
+    // protected one (the event being pushed) nor above it.
     void give_up_below(episode_state& ep, std::uint64_t limit, gap_reason why) {
+        if (&ep == m_book.protect && ep.next <= m_book.protect_seq && m_book.protect_seq < limit) {
+            limit = m_book.protect_seq;
+            m_book.protect_hit = true;
+        }
         while (ep.next < limit) {
             const auto first = ep.held.begin();
             if (first != ep.held.end() && first->first == ep.next) {
@@ -1542,7 +1563,11 @@ private:
         entry& e = *m_slots[slot];
         if (e.episode != nullptr && !e.late) {
             give_up_below(*e.episode, e.st.sequence, why);
-            if (e.episode->next < e.st.sequence) return e.episode->held.begin()->second;
+            if (e.episode->next < e.st.sequence) {
+                const auto first = e.episode->held.begin();
+                // Not held there: the protected sequence, whose event is being pushed.
+                return first->first == e.episode->next ? first->second : waits_for_pushed;
+            }
         }
         const fifo& q = *e.queue;
         for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
@@ -1560,6 +1585,7 @@ private:
             for (;;) {
                 m_slots[y]->visit = walk;
                 const std::uint32_t b = blocker(y, why);
+                if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
                     release(y, position_in(*m_slots[y]->queue, y), delivery_order::in_order);
                     break;
@@ -1634,6 +1660,11 @@ private:
         fifo* scanning = nullptr;
         bool interrupted = false;      // a sink threw: see resume_after_exception
         std::size_t rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
+        // While push() makes room: the episode and sequence of the event being pushed, which
+        // give_up_below() leaves alone, and whether it had to.
+        episode_state* protect = nullptr;
+        std::uint64_t protect_seq = 0;
+        bool protect_hit = false;
         episode_state* idle_head = nullptr;
         episode_state* idle_tail = nullptr;
         std::size_t idle_count = 0;
