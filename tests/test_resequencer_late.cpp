@@ -131,8 +131,8 @@ void check_rereads(harness& h) {
         CHECK(h.out.back().order == delivery_order::late);
         CHECK(h.out.back().possibly_duplicate);
     }
-    CHECK(dup > 0);            // the remembered history still catches re-reads
-    CHECK(dup < events);       // and the forgotten part is delivered again, flagged
+    CHECK(dup > 0);       // the remembered history still catches re-reads
+    CHECK(dup < events);  // and the forgotten part is delivered again, flagged
     CHECK(h.r.held_events() == 0);
 }
 

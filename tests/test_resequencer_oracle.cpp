@@ -24,10 +24,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,9 +63,9 @@ struct message {
 };
 
 struct workload {
-    std::vector<message> messages;                  // by message id
-    std::vector<std::vector<int>> logs;             // per partition: message ids by offset
-    std::set<std::uint32_t> lagging;                // partitions the consumer reads late
+    std::vector<message> messages;       // by message id
+    std::vector<std::vector<int>> logs;  // per partition: message ids by offset
+    std::set<std::uint32_t> lagging;     // partitions the consumer reads late
     int events = 0;
 };
 
@@ -118,8 +118,8 @@ auto produce(std::mt19937_64& rng, std::uint32_t partitions, int count, bool ret
             continue;
         }
         if (t.hot) {
-            m.st = stamp{1 + lane / 2, static_cast<std::uint16_t>(lane % 2), t.episode, t.next,
-                         true};
+            m.st =
+                stamp{1 + lane / 2, static_cast<std::uint16_t>(lane % 2), t.episode, t.next, true};
             if (alternate && t.next != 0) {
                 const auto lag = static_cast<std::uint32_t>((home + 1) % partitions);
                 w.lagging.insert(lag);
@@ -190,8 +190,8 @@ struct oracle_state {
     std::map<episode_id, episode_view> episodes;
     std::set<stamp_id> taken_stamps;
     std::set<std::pair<std::uint32_t, std::int64_t>> taken_offsets;
-    std::map<int, int> committed;               // event -> deliveries in the committed output
-    std::map<int, int> first_generation;        // event -> its episode's generation then
+    std::map<int, int> committed;         // event -> deliveries in the committed output
+    std::map<int, int> first_generation;  // event -> its episode's generation then
     std::uint64_t serial = 0;
 };
 
@@ -292,7 +292,8 @@ struct oracle {
             } else {
                 expect(item.late, "delivered late, but it was not given up before it came");
                 if (v.delivered.count(q) != 0) {
-                    expect(d.possibly_duplicate, "a second copy delivered without possibly_duplicate");
+                    expect(d.possibly_duplicate,
+                           "a second copy delivered without possibly_duplicate");
                 }
             }
             v.given_up.erase(q);
@@ -324,15 +325,16 @@ struct oracle {
         }
         expect(g.first_missing <= g.last_missing, "an empty gap");
         expect(g.last_missing - g.first_missing < 1000000, "a gap too wide for these streams");
-        expect((call == call_kind::push && g.reason == gap_reason::full) ||
-                   (call == call_kind::watermark && g.reason == gap_reason::timeout &&
-                    due_at_start) ||
-                   (call == call_kind::flush && g.reason == gap_reason::flush),
-               "a gap given up for the wrong reason, or with nothing due");
+        expect(
+            (call == call_kind::push && g.reason == gap_reason::full) ||
+                (call == call_kind::watermark && g.reason == gap_reason::timeout && due_at_start) ||
+                (call == call_kind::flush && g.reason == gap_reason::flush),
+            "a gap given up for the wrong reason, or with nothing due");
         episode_view& v = s.episodes[episode_id{g.producer, g.lane, g.episode}];
-        expect(v.lowest_open == g.first_missing, "a gap that does not start at the lowest open sequence");
-        for (std::uint64_t q = g.first_missing; q <= g.last_missing && q - g.first_missing < 1000000;
-             ++q) {
+        expect(v.lowest_open == g.first_missing,
+               "a gap that does not start at the lowest open sequence");
+        for (std::uint64_t q = g.first_missing;
+             q <= g.last_missing && q - g.first_missing < 1000000; ++q) {
             expect(!v.accounted(q) && v.held.count(q) == 0, "a gap over a sequence not missing");
             v.given_up.insert(q);
         }
@@ -449,10 +451,9 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
     const workload w = produce(rng, o.partitions, o.events, o.retries, o.alternate);
     const keyroute::resequencer_config config = random_config(rng);
     INFO("seed " << seed << ", partitions " << o.partitions << ", events " << o.events
-                 << ", alternate " << o.alternate << ", max_events "
-                 << config.max_events << ", max_bytes " << config.max_bytes << ", max_delay "
-                 << config.max_delay.count() << ", refuse "
-                 << (config.on_full == keyroute::full_policy::refuse) << ", ttl "
+                 << ", alternate " << o.alternate << ", max_events " << config.max_events
+                 << ", max_bytes " << config.max_bytes << ", max_delay " << config.max_delay.count()
+                 << ", refuse " << (config.on_full == keyroute::full_policy::refuse) << ", ttl "
                  << config.episode_ttl.count() << ", idle " << config.max_idle_episodes);
     oracle model(w, config);
     const auto make = [&] {
@@ -480,7 +481,9 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
         for (const auto& [k, h] : model.s.held) {
             model.due_at_start = model.due_at_start || model.deadline(h) <= ms(to);
         }
-        if (model.trace) std::fprintf(stderr, "%s %lld\n", kind == call_kind::flush ? "flush" : "watermark", static_cast<long long>(to));
+        if (model.trace)
+            std::fprintf(stderr, "%s %lld\n", kind == call_kind::flush ? "flush" : "watermark",
+                         static_cast<long long>(to));
         if (kind == call_kind::flush) {
             r->flush();
         } else {
@@ -509,8 +512,8 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
                              static_cast<unsigned long long>(m.st.episode),
                              static_cast<unsigned long long>(m.st.sequence), static_cast<int>(e));
             }
-            const push_result res = r->push(m.key, m.st, id, keyroute::origin{m.partition, m.offset},
-                                            ms(now));
+            const push_result res =
+                r->push(m.key, m.st, id, keyroute::origin{m.partition, m.offset}, ms(now));
             model.pushing = -1;
             if (model.trace) std::fprintf(stderr, "  -> %d\n", static_cast<int>(res));
             if (res == push_result::duplicate) {
@@ -530,8 +533,8 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
             } else {
                 model.expect(e != oracle::expected::duplicate,
                              "accepted an event it knew was taken before");
-                model.take(id, m, model.pushing_late, model.pushing_second,
-                           model.pushing_delivered, ms(now));
+                model.take(id, m, model.pushing_late, model.pushing_second, model.pushing_delivered,
+                           ms(now));
             }
             model.forget(forgotten);
             model.after_call();
@@ -582,8 +585,8 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
                 model.s.taken_offsets.erase({m.partition, m.offset});
                 // A held event is taken again when re-read; a late one stays given up.
                 if (m.st) {
-                    bool copy_delivered = model.s.episodes[episode_of(m.st)].delivered.count(
-                                              m.st.sequence) != 0;
+                    bool copy_delivered =
+                        model.s.episodes[episode_of(m.st)].delivered.count(m.st.sequence) != 0;
                     if (!copy_delivered) model.s.taken_stamps.erase(stamp_of(m.st));
                     model.s.episodes[episode_of(m.st)].held.erase(m.st.sequence);
                 }
@@ -599,7 +602,8 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
                 position[p] = c ? static_cast<std::size_t>(*c) : 0;
             }
             saved.reset();
-        } else if (!saved && restarts_left > 0 && pick(static_cast<std::uint64_t>(o.events) / 2) == 0) {
+        } else if (!saved && restarts_left > 0 &&
+                   pick(static_cast<std::uint64_t>(o.events) / 2) == 0) {
             --restarts_left;
             saved.emplace(r->checkpoint(), model.s);
             crash_in = static_cast<int>(pick(40));
@@ -612,7 +616,6 @@ auto run_case(std::uint64_t seed, const case_options& o) -> int {
     }
     return model.failures;
 }
-
 
 // Options drawn from the seed: partitions 2 to 64, 50 to 650 events.
 auto options_for(std::uint64_t seed, bool faults) -> case_options {

@@ -107,7 +107,8 @@ enum class full_policy {
     /// give up the oldest held event's gaps now (gap_reason::full), then hold; never the
     /// pushed event's own sequence: if the oldest waits for it, it is delivered at once
     release_early,
-    refuse,         ///< return push_result::refused; the caller keeps the event (backpressure)
+    /// return push_result::refused; the caller keeps the event (backpressure)
+    refuse,
 };
 
 /// Limits of a resequencer. Every field is checked by the resequencer's constructor.
@@ -200,16 +201,16 @@ struct delivery {
 
 /// Counters since construction (or restore), for monitoring and tests.
 struct resequencer_stats {
-    std::uint64_t pushed = 0;              ///< push() calls that returned accepted or duplicate
-    std::uint64_t delivered = 0;           ///< events handed to the delivery sink
-    std::uint64_t held = 0;                ///< events that had to wait in the buffer
-    std::uint64_t duplicates = 0;          ///< push() calls that returned duplicate
-    std::uint64_t refused = 0;             ///< push() calls that returned refused
-    std::uint64_t late = 0;                ///< deliveries with delivery_order::late
-    std::uint64_t out_of_order = 0;        ///< deliveries with delivery_order::out_of_order
-    std::uint64_t gaps = 0;                ///< gap reports
-    std::uint64_t missing = 0;             ///< sequences given up, summed over gap reports
-    std::uint64_t forgotten_episodes = 0;  ///< idle episodes forgotten (ttl or count)
+    std::uint64_t pushed = 0;               ///< push() calls that returned accepted or duplicate
+    std::uint64_t delivered = 0;            ///< events handed to the delivery sink
+    std::uint64_t held = 0;                 ///< events that had to wait in the buffer
+    std::uint64_t duplicates = 0;           ///< push() calls that returned duplicate
+    std::uint64_t refused = 0;              ///< push() calls that returned refused
+    std::uint64_t late = 0;                 ///< deliveries with delivery_order::late
+    std::uint64_t out_of_order = 0;         ///< deliveries with delivery_order::out_of_order
+    std::uint64_t gaps = 0;                 ///< gap reports
+    std::uint64_t missing = 0;              ///< sequences given up, summed over gap reports
+    std::uint64_t forgotten_episodes = 0;   ///< idle episodes forgotten (ttl or count)
     std::uint64_t possible_duplicates = 0;  ///< deliveries with delivery::possibly_duplicate
 };
 
@@ -1172,7 +1173,8 @@ private:
         std::sort(v.begin(), v.end());
         std::size_t out = 0;
         for (std::size_t i = 0; i < v.size(); ++i) {
-            if (out != 0 && (v[out - 1].second == last_sequence || v[i].first <= v[out - 1].second + 1)) {
+            if (out != 0 &&
+                (v[out - 1].second == last_sequence || v[i].first <= v[out - 1].second + 1)) {
                 v[out - 1].second = std::max(v[out - 1].second, v[i].second);
             } else {
                 v[out++] = v[i];
@@ -1499,8 +1501,8 @@ private:
         // First, and the event's only move: an Event whose move throws stays held, with its
         // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
         // the bookkeeping, and a throw there lost it).
-        delivery_type d{Event(std::move(*e.event)), q.key,      e.st, e.source,
-                        e.time,                     final_order, e.unknown};
+        delivery_type d{
+            Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
         if (pos == q.head) {
             ++q.head;
             if (q.head == q.items.size()) {

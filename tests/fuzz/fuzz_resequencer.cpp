@@ -109,8 +109,8 @@ using stamp_id = std::tuple<std::uint64_t, std::uint16_t, std::uint64_t, std::ui
 
 struct model {
     keyroute::resequencer_config config;
-    std::vector<pushed> pushes;  // by event id
-    std::set<stamp_id> taken_stamps;                            // of accepted pushes
+    std::vector<pushed> pushes;                                      // by event id
+    std::set<stamp_id> taken_stamps;                                 // of accepted pushes
     std::set<std::pair<std::uint32_t, std::int64_t>> taken_offsets;  // of accepted pushes
     std::vector<int> outcome;    // by id: 0 none yet, 1 accepted, 2 duplicate, 3 refused
     std::vector<int> delivered;  // by id: times delivered
@@ -168,8 +168,8 @@ struct model {
 
     // Whether an event taken before is the very event `p` (its stamp or its offset).
     [[nodiscard]] auto taken_before(const pushed& p) const -> bool {
-        if (p.st && taken_stamps.count(stamp_id{p.st.producer, p.st.lane, p.st.episode,
-                                                p.st.sequence}) != 0) {
+        if (p.st && taken_stamps.count(
+                        stamp_id{p.st.producer, p.st.lane, p.st.episode, p.st.sequence}) != 0) {
             return true;
         }
         return p.source.offset >= 0 &&
@@ -180,7 +180,8 @@ struct model {
     void accepted(std::uint32_t id) {
         outcome[id] = 1;
         const pushed& p = pushes[id];
-        if (p.st) taken_stamps.insert(stamp_id{p.st.producer, p.st.lane, p.st.episode, p.st.sequence});
+        if (p.st)
+            taken_stamps.insert(stamp_id{p.st.producer, p.st.lane, p.st.episode, p.st.sequence});
         if (p.source.offset >= 0) taken_offsets.insert({p.source.partition, p.source.offset});
         if (delivered[id] == 0)
             undelivered[{pushes[id].key, pushes[id].source.partition}].insert(id);
