@@ -47,8 +47,20 @@
 /// way (gap_reason::timeout). If events wait for each other in a cycle, which the contract above
 /// excludes but a producer that breaks it (retries that reorder a partition, a partition count
 /// that changed under a key) can create, the cycle is broken by delivering one of its events
-/// with `delivery_order::out_of_order`. Nothing is dropped silently: every push is delivered
-/// once, or reported as a duplicate, or refused (and left with the caller).
+/// with `delivery_order::out_of_order`.
+///
+/// The invariant (nothing is lost): every push is, exactly one of,
+/// - delivered exactly once (`accepted`: now or later, in order, late or out of order);
+/// - refused (`refused`: not taken, left with the caller, its offset not passed by
+///   committable_offset);
+/// - a `duplicate`, only when that very event was taken before (an event with the same stamp,
+///   or with the same partition and offset) and the resequencer still remembers it.
+/// An event whose history was forgotten is delivered, never dropped: in an episode that gave up
+/// more ranges than it remembers, a sequence below the remembered ones comes `late` with
+/// `delivery::possibly_duplicate`; an event of a forgotten episode starts the episode afresh.
+/// Either may then be a second delivery of an event delivered before (a re-read with an offset
+/// is still recognised by its offset). Memory stays within the configured bounds (see
+/// resequencer).
 ///
 /// Reading: one resequencer must be fed every partition a key's events can be on (with the
 /// salting router, every partition of the topic). A consumer group that splits the partitions
@@ -92,8 +104,11 @@ namespace keyroute {
 
 /// What the resequencer does with an event that must be held while the buffer is full.
 enum class full_policy {
-    release_early,  ///< give up the oldest held event's gaps now (gap_reason::full), then hold
-    refuse,         ///< return push_result::refused; the caller keeps the event (backpressure)
+    /// give up the oldest held event's gaps now (gap_reason::full), then hold; never the
+    /// pushed event's own sequence: if the oldest waits for it, it is delivered at once
+    release_early,
+    /// return push_result::refused; the caller keeps the event (backpressure)
+    refuse,
 };
 
 /// Limits of a resequencer. Every field is checked by the resequencer's constructor.
@@ -178,20 +193,25 @@ struct delivery {
     keyroute::origin source;  ///< where it was read from, as pushed
     std::chrono::milliseconds time{};                 ///< the time given to push()
     delivery_order order = delivery_order::in_order;  ///< in order, late or out of order
+    /// Late (or out of order) at a sequence whose history its episode has forgotten (more
+    /// given-up ranges than it keeps: see resequencer): it was given up, or it is a second
+    /// delivery of an event delivered before. Never set for an event known to be new.
+    bool possibly_duplicate = false;
 };
 
 /// Counters since construction (or restore), for monitoring and tests.
 struct resequencer_stats {
-    std::uint64_t pushed = 0;              ///< push() calls that returned accepted or duplicate
-    std::uint64_t delivered = 0;           ///< events handed to the delivery sink
-    std::uint64_t held = 0;                ///< events that had to wait in the buffer
-    std::uint64_t duplicates = 0;          ///< push() calls that returned duplicate
-    std::uint64_t refused = 0;             ///< push() calls that returned refused
-    std::uint64_t late = 0;                ///< deliveries with delivery_order::late
-    std::uint64_t out_of_order = 0;        ///< deliveries with delivery_order::out_of_order
-    std::uint64_t gaps = 0;                ///< gap reports
-    std::uint64_t missing = 0;             ///< sequences given up, summed over gap reports
-    std::uint64_t forgotten_episodes = 0;  ///< idle episodes forgotten (ttl or count)
+    std::uint64_t pushed = 0;               ///< push() calls that returned accepted or duplicate
+    std::uint64_t delivered = 0;            ///< events handed to the delivery sink
+    std::uint64_t held = 0;                 ///< events that had to wait in the buffer
+    std::uint64_t duplicates = 0;           ///< push() calls that returned duplicate
+    std::uint64_t refused = 0;              ///< push() calls that returned refused
+    std::uint64_t late = 0;                 ///< deliveries with delivery_order::late
+    std::uint64_t out_of_order = 0;         ///< deliveries with delivery_order::out_of_order
+    std::uint64_t gaps = 0;                 ///< gap reports
+    std::uint64_t missing = 0;              ///< sequences given up, summed over gap reports
+    std::uint64_t forgotten_episodes = 0;   ///< idle episodes forgotten (ttl or count)
+    std::uint64_t possible_duplicates = 0;  ///< deliveries with delivery::possibly_duplicate
 };
 
 /// What a resequencer must remember across a restart for exactly-once delivery: taken with
@@ -222,6 +242,10 @@ struct resequencer_checkpoint {
         /// restore() remembers the episode at least until they are re-read. 0 in checkpoints
         /// of keyroute 0.2.6 and earlier, which did not have the field.
         std::uint64_t held_events = 0;
+        /// Below it the episode forgot which sequences were delivered and which given up (its
+        /// given-up ranges outgrew their budget): a sequence there comes `late`,
+        /// possibly_duplicate. 0 in checkpoints of keyroute 0.2.13 and earlier.
+        std::uint64_t forgotten_below = 0;
     };
     std::chrono::milliseconds watermark = std::chrono::milliseconds::min();
     std::vector<partition_state> partitions;
@@ -399,8 +423,9 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// follow, of its key and partition or earlier in its episode, are released first, then its
 /// gaps are given up and it is delivered at once; other held events stay);
 /// bookkeeping adds O(1) per held event and per partition seen, and per remembered episode
-/// (bounded by the held events plus max_idle_episodes) O(1) plus a copy of its key, which
-/// max_bytes does not count: with long keys, bound max_idle_episodes too.
+/// (bounded by the held events plus max_idle_episodes) O(1) plus a copy of its key and at most
+/// 256 given-up ranges of 16 bytes, which max_bytes does not count: with long keys or many
+/// gaps, bound max_idle_episodes too.
 ///
 /// Duplicates: a re-read event is recognised (a) by its offset, when it is below the highest
 /// offset already accepted on its partition, and (b) by its stamp, when its sequence is below the
@@ -408,13 +433,16 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// always while it holds events, then for episode_ttl after its last event and among the
 /// max_idle_episodes most recently used idle episodes. An event of a forgotten episode (with no
 /// usable offset) starts a new episode: if its sequence is not 0 it waits max_delay, its earlier
-/// sequences are reported missing, and it is delivered again. Sequence 2^64-1 is an episode's
+/// sequences are reported missing, and it is delivered again. An episode remembers its newest
+/// 256 given-up ranges (the sequences given up and not delivered since), merged when adjacent;
+/// past that it forgets the oldest, and what came below them: a sequence there is delivered
+/// `late` with `possibly_duplicate` set (it was given up, or delivered before), never answered
+/// `duplicate`. Sequence 2^64-1 is an episode's
 /// last: once it is delivered the episode is finished, its next expected sequence stays at
 /// 2^64-1 instead of wrapping to 0, and every later push of the episode is a duplicate or, if
 /// its sequence was given up, late. (The router writes 40-bit sequences: only a corrupt or
-/// hostile stamp gets there.) Exactly-once across a restart
-/// needs checkpoint()/restore() and offsets. To flag late arrivals, an episode remembers its
-/// last 256 given-up ranges; a late event of an older range is reported as a duplicate.
+/// hostile stamp gets there.) Exactly-once across a restart needs checkpoint()/restore() and
+/// offsets.
 ///
 /// Sinks run inside push(), advance_watermark() and flush(); they should not throw. An exception
 /// from a sink propagates out of that call; the event being delivered is lost to the
@@ -559,6 +587,7 @@ public:
             out.next_sequence = ep.next;
             out.last_time = ep.last_time;
             out.given_up = ep.given_up;
+            out.forgotten_below = ep.forgotten_below;
             for (const auto& [seq, slot] : ep.held) {
                 if (slot == tombstone) out.delivered_ahead.push_back(seq);
             }
@@ -571,7 +600,9 @@ public:
             if (e->serial == 0 || e->episode == nullptr) continue;
             const std::size_t i = index.at(e->episode->id);
             if (e->source.offset >= 0) ++cp.episodes[i].held_events;
-            if (e->late) cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
+            if (e->late && !e->unknown) {
+                cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
+            }
         }
         return cp;
     }
@@ -613,6 +644,13 @@ public:
             ep.next = e.next_sequence;
             ep.last_time = e.last_time;
             ep.given_up = e.given_up;
+            ep.forgotten_below = e.forgotten_below;
+            // A checkpoint that kept every range it could (of a keyroute that dropped the oldest
+            // without saying so) may have lost older ones: their history counts as forgotten.
+            if (ep.forgotten_below == 0 && e.given_up.size() >= max_given_up_ranges) {
+                ep.forgotten_below = std::min_element(e.given_up.begin(), e.given_up.end())->first;
+            }
+            normalize_given_up(ep);
             for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
             after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
             // An episode that held events is remembered until they are re-read, as it would
@@ -680,6 +718,10 @@ private:
                          " delivered ahead of next_sequence " + std::to_string(e.next_sequence));
                 }
             }
+            if (e.forgotten_below > e.next_sequence) {
+                fail(name + " has forgotten_below " + std::to_string(e.forgotten_below) +
+                     " above next_sequence " + std::to_string(e.next_sequence));
+            }
             for (const auto& [first, last] : e.given_up) {
                 if (first > last) {
                     fail(name + " gave up the range [" + std::to_string(first) + ", " +
@@ -691,9 +733,11 @@ private:
 
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
+    static constexpr std::uint32_t waits_for_pushed = tombstone - 1;  // blocker(): see protect
     static constexpr std::uint64_t last_sequence = std::numeric_limits<std::uint64_t>::max();
-    /// Given-up ranges remembered per episode to flag late arrivals; older ones are dropped
-    /// (a late arrival of those is then reported as a duplicate, still not silently lost).
+    /// Given-up ranges remembered per episode to tell a late arrival from a duplicate. When
+    /// there are more, the oldest are dropped and the episode's history below them forgotten:
+    /// an arrival there is delivered `late` (possibly_duplicate), never answered `duplicate`.
     static constexpr std::size_t max_given_up_ranges = 256;
 
     struct fifo;
@@ -719,6 +763,7 @@ private:
         fifo* queue = nullptr;
         episode_state* episode = nullptr;  // null when unstamped
         bool late = false;
+        bool unknown = false;  // late because its episode's history below it is forgotten
     };
 
     // The held events of one key read from one partition, in partition order.
@@ -744,7 +789,12 @@ private:
         std::size_t refs = 0;                         // held entries pointing here
         std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
+        // Given-up sequences not delivered since, as disjoint ranges in increasing order, all
+        // below `next`; at most max_given_up_ranges of them (the oldest go first).
         std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;
+        // Below it, whether a sequence was delivered or given up is forgotten (ranges dropped
+        // from given_up): such a sequence comes `late`, flagged possibly_duplicate.
+        std::uint64_t forgotten_below = 0;
         episode_state* idle_prev = nullptr;
         episode_state* idle_next = nullptr;
         bool idle = false;
@@ -778,6 +828,7 @@ private:
         ~reentry_guard() {
             m_r.m_busy = false;
             m_r.m_book.scanning = nullptr;  // in case a sink threw mid-scan
+            m_r.m_book.protect = nullptr;
             // A sink threw: a scan or a cascade may have stopped half-way, with events ready
             // to go still held. The next call looks again.
             if (std::uncaught_exceptions() > m_unwinding) m_r.m_book.interrupted = true;
@@ -806,6 +857,7 @@ private:
     struct plan {
         verdict what = verdict::hold;
         bool late = false;
+        bool unknown = false;  // late with a forgotten history (possibly a duplicate)
         bool reread = false;
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
@@ -825,6 +877,7 @@ private:
         const std::uint64_t key_hash = fifo_hash(key, source.partition);
         std::size_t bytes = 0;
         bool sized = false;
+        bool must_go = false;  // what the buffer must release first waits for this very event
         for (;;) {
             const plan p = classify(key, key_hash, st, source);
             if (p.what == verdict::duplicate) {
@@ -851,7 +904,7 @@ private:
                 bytes = static_cast<std::size_t>(m_event_size(std::as_const(event))) + key.size();
                 sized = true;
             }
-            if (bytes <= m_config.max_bytes) {
+            if (!must_go && bytes <= m_config.max_bytes) {
                 const std::size_t room =
                     m_config.max_bytes - std::min(m_book.bytes, m_config.max_bytes);
                 if (m_book.events < m_config.max_events && bytes <= room) {
@@ -863,7 +916,16 @@ private:
                     ++m_stats.refused;
                     return push_result::refused;
                 }
-                if (release_oldest(gap_reason::full)) continue;
+                // The oldest held event's gaps are given up, but never this event's own sequence:
+                // if the oldest waits for it, it goes at once instead (as an oversized one),
+                // rather than come `late` behind a gap reported for itself.
+                m_book.protect = st && !p.late ? p.episode : nullptr;
+                m_book.protect_seq = st.sequence;
+                m_book.protect_hit = false;
+                const bool released = release_oldest(gap_reason::full);
+                m_book.protect = nullptr;
+                must_go = m_book.protect_hit;
+                if (released) continue;
                 // Nothing left to release, yet no room (only an accounting slip gets here):
                 // delivered at once like an event too big to hold, rather than a loop forever.
             }
@@ -926,10 +988,15 @@ private:
         return it == m_episodes.end() ? nullptr : &it->second;
     }
 
-    [[nodiscard]] static auto in_given_up(const episode_state& ep, std::uint64_t seq) noexcept
-        -> bool {
-        return std::any_of(ep.given_up.begin(), ep.given_up.end(),
-                           [&](const auto& r) { return r.first <= seq && seq <= r.second; });
+    // The given-up range holding `seq`, or given_up.end(). O(log ranges).
+    [[nodiscard]] static auto given_up_range(episode_state& ep, std::uint64_t seq) noexcept
+        -> std::vector<std::pair<std::uint64_t, std::uint64_t>>::iterator {
+        auto it = std::upper_bound(
+            ep.given_up.begin(), ep.given_up.end(), seq,
+            [](std::uint64_t value, const auto& range) { return value < range.first; });
+        if (it == ep.given_up.begin()) return ep.given_up.end();
+        --it;
+        return seq <= it->second ? it : ep.given_up.end();
     }
 
     // Rule 2 between two stamped events: `y`, ahead in the same fifo, blocks `x` when both come
@@ -1000,7 +1067,10 @@ private:
             if (p.episode != nullptr) {
                 episode_state& ep = *p.episode;
                 if (passed(ep, st.sequence)) {
-                    if (!in_given_up(ep, st.sequence)) {
+                    // A duplicate only when it is known to have been taken: delivered (not
+                    // given up) at a sequence whose history is remembered.
+                    p.unknown = st.sequence < ep.forgotten_below;
+                    if (!p.unknown && given_up_range(ep, st.sequence) == ep.given_up.end()) {
                         p.what = verdict::duplicate;
                         return p;
                     }
@@ -1066,31 +1136,52 @@ private:
         return *ep;
     }
 
+    // A late sequence is taken: from now on it is a duplicate (if still remembered then).
     static void remove_given_up(episode_state& ep, std::uint64_t seq) {
-        for (std::size_t i = 0; i < ep.given_up.size(); ++i) {
-            auto& r = ep.given_up[i];
-            if (seq < r.first || seq > r.second) continue;
-            if (r.first == r.second) {
-                ep.given_up.erase(ep.given_up.begin() + static_cast<std::ptrdiff_t>(i));
-            } else if (seq == r.first) {
-                ++r.first;
-            } else if (seq == r.second) {
-                --r.second;
-            } else {
-                const std::pair<std::uint64_t, std::uint64_t> upper{seq + 1, r.second};
-                r.second = seq - 1;
-                ep.given_up.insert(ep.given_up.begin() + static_cast<std::ptrdiff_t>(i) + 1, upper);
-                trim_given_up(ep);
-            }
-            return;
+        const auto it = given_up_range(ep, seq);
+        if (it == ep.given_up.end()) return;
+        auto& r = *it;
+        if (r.first == r.second) {
+            ep.given_up.erase(it);
+        } else if (seq == r.first) {
+            ++r.first;
+        } else if (seq == r.second) {
+            --r.second;
+        } else {
+            const std::pair<std::uint64_t, std::uint64_t> upper{seq + 1, r.second};
+            r.second = seq - 1;
+            ep.given_up.insert(it + 1, upper);
+            trim_given_up(ep);
         }
     }
 
+    // Keeps the newest max_given_up_ranges ranges; below the ones dropped, the episode forgets
+    // what was delivered and what was given up (forgotten_below). No range ends at 2^64-1 but
+    // the highest one (ranges are below next), and the highest is never dropped.
     static void trim_given_up(episode_state& ep) {
-        if (ep.given_up.size() > max_given_up_ranges) {
-            ep.given_up.erase(ep.given_up.begin(),
-                              ep.given_up.end() - static_cast<std::ptrdiff_t>(max_given_up_ranges));
+        if (ep.given_up.size() <= max_given_up_ranges) return;
+        const auto drop = static_cast<std::ptrdiff_t>(ep.given_up.size() - max_given_up_ranges);
+        const std::uint64_t below = ep.given_up[static_cast<std::size_t>(drop - 1)].second + 1;
+        ep.forgotten_below = std::max(ep.forgotten_below, below);
+        ep.given_up.erase(ep.given_up.begin(), ep.given_up.begin() + drop);
+    }
+
+    // Sorts and merges ranges from a checkpoint (given-up ranges and held late singletons),
+    // then trims them.
+    static void normalize_given_up(episode_state& ep) {
+        auto& v = ep.given_up;
+        std::sort(v.begin(), v.end());
+        std::size_t out = 0;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            if (out != 0 &&
+                (v[out - 1].second == last_sequence || v[i].first <= v[out - 1].second + 1)) {
+                v[out - 1].second = std::max(v[out - 1].second, v[i].second);
+            } else {
+                v[out++] = v[i];
+            }
         }
+        v.resize(out);
+        trim_given_up(ep);
     }
 
     template <class E>
@@ -1103,7 +1194,8 @@ private:
                         st,
                         source,
                         time,
-                        p.late ? delivery_order::late : delivery_order::in_order};
+                        p.late ? delivery_order::late : delivery_order::in_order,
+                        p.unknown};
         ++m_stats.pushed;
         note_offset(source, p.reread);
         episode_state* ep = nullptr;
@@ -1146,6 +1238,7 @@ private:
         e.bytes = bytes;
         e.serial = ++m_serial;
         e.late = p.late;
+        e.unknown = p.unknown;
         fifo* q = p.queue;
         if (q == nullptr) {
             // Empty fifos are recycled: their key and item buffers keep their capacity.
@@ -1222,6 +1315,8 @@ private:
         const deadline_item item = m_deadlines.front();
         if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, why);
         // force() leaves the heap as it was (nothing is held meanwhile): `item` is still first.
+        // It stays if force() stopped at the event being pushed.
+        if (is_pending(item.slot, item.serial)) return;
         std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
         m_deadlines.pop_back();
     }
@@ -1275,8 +1370,13 @@ private:
         m_dirty.push_back(&q);
     }
 
-    // Gives up the missing sequences of `ep` below `limit` (not the held ones).
+    // Gives up the missing sequences of `ep` below `limit` (not the held ones), and not the
+    // protected one (the event being pushed) nor above it.
     void give_up_below(episode_state& ep, std::uint64_t limit, gap_reason why) {
+        if (&ep == m_book.protect && ep.next <= m_book.protect_seq && m_book.protect_seq < limit) {
+            limit = m_book.protect_seq;
+            m_book.protect_hit = true;
+        }
         while (ep.next < limit) {
             const auto first = ep.held.begin();
             if (first != ep.held.end() && first->first == ep.next) {
@@ -1301,8 +1401,13 @@ private:
     void report_gap(episode_state& ep, std::uint64_t first, std::uint64_t last, gap_reason why) {
         ++m_stats.gaps;
         m_stats.missing += last - first + 1;
-        ep.given_up.emplace_back(first, last);
-        trim_given_up(ep);
+        // Every sequence given up before is below `first` (they are all below ep.next).
+        if (!ep.given_up.empty() && ep.given_up.back().second + 1 == first) {
+            ep.given_up.back().second = last;
+        } else {
+            ep.given_up.emplace_back(first, last);
+            trim_given_up(ep);
+        }
         gap_report r;
         r.producer = ep.id.producer;
         r.lane = ep.id.lane;
@@ -1396,7 +1501,8 @@ private:
         // First, and the event's only move: an Event whose move throws stays held, with its
         // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
         // the bookkeeping, and a throw there lost it).
-        delivery_type d{Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order};
+        delivery_type d{
+            Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
         if (pos == q.head) {
             ++q.head;
             if (q.head == q.items.size()) {
@@ -1440,12 +1546,14 @@ private:
         e.serial = 0;
         e.queue = nullptr;
         e.episode = nullptr;
+        e.late = e.unknown = false;
         m_free.push_back(slot);
         deliver(std::move(d));
     }
 
     void deliver(delivery_type&& d) {
         ++m_stats.delivered;
+        if (d.possibly_duplicate) ++m_stats.possible_duplicates;
         if (d.order == delivery_order::late) ++m_stats.late;
         if (d.order == delivery_order::out_of_order) ++m_stats.out_of_order;
         m_on_delivery(std::move(d));
@@ -1457,7 +1565,11 @@ private:
         entry& e = *m_slots[slot];
         if (e.episode != nullptr && !e.late) {
             give_up_below(*e.episode, e.st.sequence, why);
-            if (e.episode->next < e.st.sequence) return e.episode->held.begin()->second;
+            if (e.episode->next < e.st.sequence) {
+                const auto first = e.episode->held.begin();
+                // Not held there: the protected sequence, whose event is being pushed.
+                return first->first == e.episode->next ? first->second : waits_for_pushed;
+            }
         }
         const fifo& q = *e.queue;
         for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
@@ -1475,6 +1587,7 @@ private:
             for (;;) {
                 m_slots[y]->visit = walk;
                 const std::uint32_t b = blocker(y, why);
+                if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
                     release(y, position_in(*m_slots[y]->queue, y), delivery_order::in_order);
                     break;
@@ -1549,6 +1662,11 @@ private:
         fifo* scanning = nullptr;
         bool interrupted = false;      // a sink threw: see resume_after_exception
         std::size_t rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
+        // While push() makes room: the episode and sequence of the event being pushed, which
+        // give_up_below() leaves alone, and whether it had to.
+        episode_state* protect = nullptr;
+        std::uint64_t protect_seq = 0;
+        bool protect_hit = false;
         episode_state* idle_head = nullptr;
         episode_state* idle_tail = nullptr;
         std::size_t idle_count = 0;

@@ -4,8 +4,14 @@
 // watermarks and flushes. Checked on every call and at the end:
 // - the memory bound: never more than max_events events or max_bytes bytes held, even inside
 //   the sinks;
-// - every push is delivered exactly once (accepted), or reported duplicate, or refused, and a
-//   refused push is never delivered; a re-read of an offset already accepted is a duplicate;
+// - the invariant, against a model that knows every event: every push is delivered exactly
+//   once (accepted), or refused (never delivered), or reported duplicate, and `duplicate` only
+//   for an event taken before (an accepted push with the same stamp, or the same partition and
+//   offset); a re-read of an offset already accepted is a duplicate. Nothing else may be
+//   answered duplicate, however much history the resequencer forgot (runs of hundreds of
+//   sequences with every other one missing give up more ranges than an episode remembers);
+// - possibly_duplicate only on late or out-of-order deliveries, of a sequence given up or
+//   delivered before; a checkpoint's given-up ranges stay within their bound;
 // - rule 1: an episode's in-order deliveries come in sequence order, each after every earlier
 //   sequence was delivered or reported in a gap, and no sequence is delivered twice;
 // - rule 2: of two events of one key read from one partition, the later one never comes out
@@ -98,9 +104,14 @@ struct pushed {
     std::uint16_t size = 0;
 };
 
+// The identity of a stamped event: the same stamp is the same event.
+using stamp_id = std::tuple<std::uint64_t, std::uint16_t, std::uint64_t, std::uint64_t>;
+
 struct model {
     keyroute::resequencer_config config;
-    std::vector<pushed> pushes;  // by event id
+    std::vector<pushed> pushes;                                      // by event id
+    std::set<stamp_id> taken_stamps;                                 // of accepted pushes
+    std::set<std::pair<std::uint32_t, std::int64_t>> taken_offsets;  // of accepted pushes
     std::vector<int> outcome;    // by id: 0 none yet, 1 accepted, 2 duplicate, 3 refused
     std::vector<int> delivered;  // by id: times delivered
     std::map<episode_id, accounted> episodes;
@@ -128,6 +139,7 @@ struct model {
                      d.source.partition == p.source.partition &&
                      d.source.offset == p.source.offset && d.time == p.time);
         if (r != nullptr) check_bound();
+        if (d.possibly_duplicate) FUZZ_REQUIRE(d.order != keyroute::delivery_order::in_order);
         if (d.stamp) {
             accounted& a = episodes[episode_id{d.stamp.producer, d.stamp.lane, d.stamp.episode}];
             if (d.order == keyroute::delivery_order::in_order) {
@@ -154,9 +166,23 @@ struct model {
         }
     }
 
+    // Whether an event taken before is the very event `p` (its stamp or its offset).
+    [[nodiscard]] auto taken_before(const pushed& p) const -> bool {
+        if (p.st && taken_stamps.count(
+                        stamp_id{p.st.producer, p.st.lane, p.st.episode, p.st.sequence}) != 0) {
+            return true;
+        }
+        return p.source.offset >= 0 &&
+               taken_offsets.count({p.source.partition, p.source.offset}) != 0;
+    }
+
     // Called when push() returns accepted: the event waits for delivery unless it already had it.
     void accepted(std::uint32_t id) {
         outcome[id] = 1;
+        const pushed& p = pushes[id];
+        if (p.st)
+            taken_stamps.insert(stamp_id{p.st.producer, p.st.lane, p.st.episode, p.st.sequence});
+        if (p.source.offset >= 0) taken_offsets.insert({p.source.partition, p.source.offset});
         if (delivered[id] == 0)
             undelivered[{pushes[id].key, pushes[id].source.partition}].insert(id);
     }
@@ -240,9 +266,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                          static_cast<unsigned long long>(p.st.episode),
                          static_cast<unsigned long long>(p.st.sequence));
         }
+        const bool repeat = m.taken_before(p);
         const keyroute::push_result result =
             r.push(p.key, p.st, event{id, p.size}, p.source, p.time);
         if (m.trace) std::fprintf(stderr, "  -> %d\n", static_cast<int>(result));
+        // The invariant: an event never taken before is never answered duplicate.
+        if (result == keyroute::push_result::duplicate) FUZZ_REQUIRE(repeat);
         if (result == keyroute::push_result::accepted) {
             m.accepted(id);
         } else {
@@ -260,6 +289,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return result;
     };
 
+    // A new event (offset next_offset if with_offset): refused, the same event again before
+    // anything later of its partition. A flush always makes room.
+    const auto push_new = [&](const pushed& p, bool with_offset) {
+        keyroute::push_result result = push(p);
+        for (int attempt = 0; result == keyroute::push_result::refused; ++attempt) {
+            FUZZ_REQUIRE(attempt < 3);
+            if (attempt == 0) {
+                r.advance_watermark(ms(p.time.count() + in.byte()));
+            } else {
+                r.flush();
+            }
+            after_call();
+            result = push(p);
+        }
+        if (with_offset) {
+            log[p.source.partition].push_back(static_cast<std::uint32_t>(m.pushes.size() - 1));
+            ++next_offset[p.source.partition];
+        }
+    };
+
+    // The bound on what an episode remembers: its given-up ranges, plus one per late event held.
+    const auto check_memory = [&] {
+        const keyroute::resequencer_checkpoint cp = r.checkpoint();
+        for (const auto& e : cp.episodes) {
+            FUZZ_REQUIRE(e.given_up.size() <= 256 + r.held_events());
+            FUZZ_REQUIRE(e.forgotten_below <= e.next_sequence);
+        }
+    };
+
     while (!in.empty()) {
         const std::uint8_t op = in.byte();
         if (op < 32) {  // watermark
@@ -274,6 +332,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             r.flush();
             after_call();
             FUZZ_REQUIRE(r.held_events() == 0 && r.held_bytes() == 0);
+            check_memory();
         } else if (op < 48) {  // the clock jumps
             switch (op % 4U) {
             case 0: now -= 3600000; break;
@@ -286,7 +345,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const std::uint32_t original = log[part][in.u64(2) % log[part].size()];
             if (m.outcome[original] == 3) continue;
             (void)push(m.pushes[original]);  // a duplicate by offset, unless never accepted
-        } else {                             // a new event
+        } else if (op < 68) {
+            // A run of one episode's sequences with every other one missing, from one partition
+            // (another run of the other parity, later, brings the missing ones): with a small
+            // buffer or short delays, more ranges are given up than an episode remembers.
+            pushed p;
+            const std::uint8_t shape = in.byte();
+            p.key = std::string(1, static_cast<char>('a' + shape % 3U));
+            p.source.partition = (shape >> 2U) % partitions;
+            const bool with_offset = (shape & 0x20U) == 0;
+            p.st = keyroute::stamp{3, 0, 1U + (shape >> 6U) % 2U, 0, true};
+            const std::uint64_t first = op % 2U;
+            const std::uint64_t count = 1 + std::uint64_t{in.byte()} * 3;
+            const std::uint8_t pace = in.byte();
+            for (std::uint64_t k = 0; k < count; ++k) {
+                p.st.sequence = first + 2 * k;
+                p.source.offset = with_offset ? next_offset[p.source.partition] : -1;
+                p.size = static_cast<std::uint16_t>(k % 3U);
+                p.time = ms(now);
+                now += pace % 4U;
+                push_new(p, with_offset);
+                if (pace >= 128 && k % 4U == 0) {
+                    r.advance_watermark(ms(now));
+                    after_call();
+                }
+            }
+        } else {  // a new event
             pushed p;
             const std::uint8_t shape = in.byte();
             p.key = std::string(1, static_cast<char>('a' + shape % 3U));
@@ -306,27 +390,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     p.st.sequence = std::numeric_limits<std::uint64_t>::max() - (op - 250U);
                 p.st.salted = (op & 0x10U) != 0;
             }
-            keyroute::push_result result = push(p);
-            // Refused: the same event again before anything later of its partition. A flush
-            // always makes room.
-            for (int attempt = 0; result == keyroute::push_result::refused; ++attempt) {
-                FUZZ_REQUIRE(attempt < 3);
-                if (attempt == 0) {
-                    r.advance_watermark(ms(now + in.byte()));
-                } else {
-                    r.flush();
-                }
-                after_call();
-                result = push(p);
-            }
-            if (with_offset) {
-                log[p.source.partition].push_back(static_cast<std::uint32_t>(m.pushes.size() - 1));
-                ++next_offset[p.source.partition];
-            }
+            push_new(p, with_offset);
         }
     }
     r.flush();
     FUZZ_REQUIRE(r.held_events() == 0 && r.held_bytes() == 0);
+    check_memory();
     // Exactly once: accepted pushes delivered once, the others never.
     std::uint64_t accepted = 0;
     for (std::size_t id = 0; id < m.pushes.size(); ++id) {
