@@ -243,7 +243,7 @@ TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'",
 // threshold, so a threshold of 2^25 - 1 or more admitted no key, ever: salting silently off.
 // The admission level is now capped at the cell's largest count. 2^24 + 2^12 events of one key
 // against the largest threshold: the key is tracked (counted exactly, not hot yet).
-TEST_CASE("bad-input: a threshold above what a sketch cell counts still admits the key",
+TEST_CASE("bad-input: a huge threshold still tracks the key and never salts it",
           "[bad-input][router][config]") {
     auto c = router_config(2, 0xffffffffULL);
     c.lanes = 1;
