@@ -448,6 +448,9 @@ private:
             if (!spread && pr == proof::now)
                 spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);
         }
+        // A stretch opens at the first event placed off home: until then the key's events are
+        // all home, in the partition's order, like a cold key's, and need no stamp.
+        if (spread && d.partition == hk.home && !ls.seq.open()) spread = false;
         const detail::sequenced sq =
             ls.seq.next(spread, ln.episodes, ln.episode_step, Traits::last_sequence);
         if (__builtin_expect(sq.opened || sq.closed, false)) {
