@@ -175,39 +175,45 @@ trace g_traces[2];
 std::map<std::pair<trace_kind, variant>, std::vector<double>> g_best_batches;
 std::map<trace_kind, double> g_stamped;                   // fraction of timed events stamped
 
-void run(benchmark::State& state, trace_kind kind, variant v) {
-    const trace& t = g_traces[static_cast<int>(kind)];
-    rd_kafka_t* rk = g_env->rk;
-    g_env->drain();
-    const std::string value(value_bytes, 'v');
-    const keyroute::kafka_partitioner base(t.partitions);
+/// One run's state: the trace, the producer, the router (warmed through its first window).
+struct run_state {
+    const trace& t;
+    variant v;
+    rd_kafka_t* rk;
+    std::string value = std::string(value_bytes, 'v');
+    keyroute::kafka_partitioner base;
     std::unique_ptr<router_type> router;
-    const clock_type::duration step =
+    clock_type::duration step =
         std::chrono::duration_cast<clock_type::duration>(window) / window_events;
-    // The router's first window, routed before timing; timing starts at its second. Every
-    // variant times the same events.
-    std::int64_t n = 0;
-    if (v == variant::produce_salting || v == variant::decide_only) {
-        keyroute::salting_config config;
-        config.partitions = t.partitions;
-        config.producer_id = 1;
-        config.seed = 7;
-        router = std::make_unique<router_type>(config);
-        for (; n < window_events; ++n) {
-            benchmark::DoNotOptimize(
-                router->decide(t.events[static_cast<std::size_t>(n) & trace_mask], t0 + step * n));
-        }
-    }
-    const std::uint64_t stamped_before = router ? router->stats().stamped : 0;
-    const char header_value[16] = {1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
-    n = window_events;
-    std::size_t i = 0;
+    std::int64_t n = 0;  // the event clock, in events
     std::int64_t failed = 0;
-    std::vector<double>& best = g_best_batches[{kind, v}];
-    best.resize(static_cast<std::size_t>(timed_events) / batch_events,
-                std::numeric_limits<double>::infinity());
-    auto batch_start = std::chrono::steady_clock::now();
-    for (auto _ : state) {
+    std::uint64_t stamped_before = 0;
+
+    run_state(const trace& tr, variant var, rd_kafka_t* producer)
+        : t(tr),
+          v(var),
+          rk(producer),
+          base(tr.partitions) {
+        // The router's first window, routed before timing; timing starts at its second. Every
+        // variant times the same events.
+        if (v == variant::produce_salting || v == variant::decide_only) {
+            keyroute::salting_config config;
+            config.partitions = t.partitions;
+            config.producer_id = 1;
+            config.seed = 7;
+            router = std::make_unique<router_type>(config);
+            for (; n < window_events; ++n) {
+                benchmark::DoNotOptimize(router->decide(
+                    t.events[static_cast<std::size_t>(n) & trace_mask], t0 + step * n));
+            }
+            stamped_before = router->stats().stamped;
+        }
+        n = window_events;
+    }
+
+    /// The i-th timed event.
+    void event(std::size_t i) {
+        static constexpr char header_value[16] = {1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
         const std::string_view key =
             t.events[(static_cast<std::size_t>(window_events) + i) & trace_mask];
         switch (v) {
@@ -239,30 +245,63 @@ void run(benchmark::State& state, trace_kind kind, variant v) {
                           ? 0
                           : 1;
             break;
-        case variant::decide_only: benchmark::DoNotOptimize(router->decide(key, t0 + step * n)); break;
+        case variant::decide_only:
+            benchmark::DoNotOptimize(router->decide(key, t0 + step * n));
+            break;
         }
-        ++i;
         ++n;
-        if ((i & (poll_every - 1)) == 0) rd_kafka_poll(rk, 0);
+        if (((i + 1) & (poll_every - 1)) == 0) rd_kafka_poll(rk, 0);
+    }
+
+    /// The fraction of the `events` timed events that carried a stamp.
+    [[nodiscard]] auto stamped(std::int64_t events) const -> double {
+        if (!router || events == 0) return 0.0;
+        return static_cast<double>(router->stats().stamped - stamped_before) /
+               static_cast<double>(events);
+    }
+
+    void check(trace_kind kind) const {
+        must(failed == 0, std::string(trace_name(kind)) + "/" + variant_name(v) + ": " +
+                              std::to_string(failed) + " produce calls failed");
+    }
+};
+
+void run(benchmark::State& state, trace_kind kind, variant v) {
+    g_env->drain();
+    run_state rs(g_traces[static_cast<int>(kind)], v, g_env->rk);
+    std::size_t i = 0;
+    std::vector<double>& best = g_best_batches[{kind, v}];
+    best.resize(static_cast<std::size_t>(timed_events) / batch_events,
+                std::numeric_limits<double>::infinity());
+    auto batch_start = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        rs.event(i);
+        ++i;
         if (i % batch_events == 0) {
             const auto now = std::chrono::steady_clock::now();
             const std::size_t b = i / batch_events - 1;
-            if (b < best.size())
-                best[b] = std::min(best[b], std::chrono::duration<double, std::nano>(now - batch_start).count());
+            if (b < best.size()) {
+                best[b] = std::min(best[b],
+                                   std::chrono::duration<double, std::nano>(now - batch_start).count());
+            }
             batch_start = now;
         }
     }
-    must(failed == 0, std::string(trace_name(kind)) + "/" + variant_name(v) + ": " +
-                          std::to_string(failed) + " produce calls failed");
+    rs.check(kind);
     const auto iterations = static_cast<std::int64_t>(state.iterations());
     state.SetItemsProcessed(iterations);
-    if (router) {
-        const double stamped = static_cast<double>(router->stats().stamped - stamped_before) /
-                               static_cast<double>(iterations);
+    if (rs.router) {
+        const double stamped = rs.stamped(iterations);
         state.counters["stamped"] = stamped;
         g_stamped[kind] = stamped;
     }
     g_env->drain();
+}
+
+/// The timed events of one variant, outside Google Benchmark: what `--instructions` runs under
+/// callgrind (scripts/produce_instructions.sh counts the instructions inside this function).
+[[gnu::noinline]] void measured_events(run_state& rs, std::size_t events) {
+    for (std::size_t i = 0; i < events; ++i) rs.event(i);
 }
 
 void summary() {
@@ -294,9 +333,12 @@ void summary() {
 
 int main(int argc, char** argv) {
     int reps = 20;
+    const char* instructions = nullptr;
     std::vector<char*> args;
     for (int a = 0; a < argc; ++a) {
-        if (a > 0 && std::strncmp(argv[a], "--reps=", 7) == 0) {
+        if (a > 0 && std::strncmp(argv[a], "--instructions=", 15) == 0) {
+            instructions = argv[a] + 15;
+        } else if (a > 0 && std::strncmp(argv[a], "--reps=", 7) == 0) {
             reps = std::max(1, std::atoi(argv[a] + 7));
         } else {
             args.push_back(argv[a]);
@@ -312,6 +354,23 @@ int main(int argc, char** argv) {
     g_traces[1] = make_trace(trace_kind::tenant90);
     kafka_env env;
     g_env = &env;
+    if (instructions != nullptr) {  // --instructions=<trace>/<variant>: one run, no timing
+        for (const trace_kind k : {trace_kind::zipf, trace_kind::tenant90}) {
+            for (const variant v : {variant::producev, variant::produce_static,
+                                    variant::produce_salting, variant::decide_only,
+                                    variant::producev_header}) {
+                if (std::string(trace_name(k)) + "/" + variant_name(v) != instructions) continue;
+                run_state rs(g_traces[static_cast<int>(k)], v, env.rk);
+                measured_events(rs, static_cast<std::size_t>(timed_events));
+                rs.check(k);
+                std::printf("%s: %lld events, stamped %.4f\n", instructions,
+                            static_cast<long long>(timed_events), rs.stamped(timed_events));
+                g_env = nullptr;
+                return 0;
+            }
+        }
+        must(false, std::string("no variant ") + instructions);
+    }
     // Interleaved: every variant of a trace once per repetition, repetition after repetition.
     for (const trace_kind k : {trace_kind::zipf, trace_kind::tenant90}) {
         for (int r = 0; r < reps; ++r) {
