@@ -53,8 +53,8 @@ constexpr std::size_t trace_mask = trace_events - 1;
 // window's (keys prove themselves anew in each window). The queue holds them all.
 constexpr std::int64_t window_events = 131072;
 constexpr std::int64_t timed_events = window_events;
-constexpr std::size_t batch_events = 4096;     // the summary's unit of timing
-constexpr std::size_t poll_every = 1024;       // rd_kafka_poll(rk, 0) as a producer would
+constexpr std::size_t batch_events = 4096;  // the summary's unit of timing
+constexpr std::size_t poll_every = 1024;    // rd_kafka_poll(rk, 0) as a producer would
 constexpr std::size_t value_bytes = 100;
 
 using clock_type = std::chrono::system_clock;
@@ -85,15 +85,17 @@ struct trace {
 };
 
 auto make_trace(trace_kind kind) -> trace {
-    const keyroute_bench::workload wl =
-        kind == trace_kind::zipf ? keyroute_bench::zipf(1.0, 100000, 64) : keyroute_bench::tenant90();
+    const keyroute_bench::workload wl = kind == trace_kind::zipf
+                                            ? keyroute_bench::zipf(1.0, 100000, 64)
+                                            : keyroute_bench::tenant90();
     trace t;
     t.topic = trace_name(kind);
     t.partitions = wl.partitions;
     t.universe = wl.keys;
     t.events.reserve(trace_events);
     std::mt19937_64 rng(20240601);
-    for (std::size_t i = 0; i < trace_events; ++i) t.events.emplace_back(t.universe[wl.next(rng, 0)]);
+    for (std::size_t i = 0; i < trace_events; ++i)
+        t.events.emplace_back(t.universe[wl.next(rng, 0)]);
     return t;
 }
 
@@ -173,7 +175,7 @@ trace g_traces[2];
 // Per trace and variant, the best time of each batch of batch_events over the repetitions: every
 // run walks the same events from the start, so batch b holds the same keys in every variant.
 std::map<std::pair<trace_kind, variant>, std::vector<double>> g_best_batches;
-std::map<trace_kind, double> g_stamped;                   // fraction of timed events stamped
+std::map<trace_kind, double> g_stamped;  // fraction of timed events stamped
 
 /// One run's state: the trace, the producer, the router (warmed through its first window).
 struct run_state {
@@ -213,7 +215,8 @@ struct run_state {
 
     /// The i-th timed event.
     void event(std::size_t i) {
-        static constexpr char header_value[16] = {1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+        static constexpr char header_value[16] = {1, 0, 1, 2,  3,  4,  5,  6,
+                                                  7, 8, 9, 10, 11, 12, 13, 14};
         const std::string_view key =
             t.events[(static_cast<std::size_t>(window_events) + i) & trace_mask];
         switch (v) {
@@ -222,18 +225,18 @@ struct run_state {
             const auto p = static_cast<std::int32_t>(base.route(key));
             const rd_kafka_resp_err_t err =
                 v == variant::producev
-                    ? rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(t.topic), RD_KAFKA_V_PARTITION(p),
-                                        RD_KAFKA_V_KEY(key.data(), key.size()),
-                                        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()),
-                                                         value.size()),
-                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)
-                    : rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(t.topic), RD_KAFKA_V_PARTITION(p),
-                                        RD_KAFKA_V_KEY(key.data(), key.size()),
-                                        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()),
-                                                         value.size()),
-                                        RD_KAFKA_V_HEADER("keyroute-stamp", header_value,
-                                                          static_cast<ssize_t>(sizeof header_value)),
-                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+                    ? rd_kafka_producev(
+                          rk, RD_KAFKA_V_TOPIC(t.topic), RD_KAFKA_V_PARTITION(p),
+                          RD_KAFKA_V_KEY(key.data(), key.size()),
+                          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)
+                    : rd_kafka_producev(
+                          rk, RD_KAFKA_V_TOPIC(t.topic), RD_KAFKA_V_PARTITION(p),
+                          RD_KAFKA_V_KEY(key.data(), key.size()),
+                          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                          RD_KAFKA_V_HEADER("keyroute-stamp", header_value,
+                                            static_cast<ssize_t>(sizeof header_value)),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
             failed += err != RD_KAFKA_RESP_ERR_NO_ERROR ? 1 : 0;
             break;
         }
@@ -281,8 +284,8 @@ void run(benchmark::State& state, trace_kind kind, variant v) {
             const auto now = std::chrono::steady_clock::now();
             const std::size_t b = i / batch_events - 1;
             if (b < best.size()) {
-                best[b] = std::min(best[b],
-                                   std::chrono::duration<double, std::nano>(now - batch_start).count());
+                best[b] = std::min(
+                    best[b], std::chrono::duration<double, std::nano>(now - batch_start).count());
             }
             batch_start = now;
         }
@@ -305,9 +308,10 @@ void run(benchmark::State& state, trace_kind kind, variant v) {
 }
 
 void summary() {
-    std::printf("\n| trace | producev | produce (static) | produce (salting) | decide() | "
-                "producev + 1 header | salting/producev | static/producev | stamped |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf(
+        "\n| trace | producev | produce (static) | produce (salting) | decide() | "
+        "producev + 1 header | salting/producev | static/producev | stamped |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const trace_kind k : {trace_kind::zipf, trace_kind::tenant90}) {
         const auto ns = [k](variant v) {
             const auto it = g_best_batches.find({k, v});
@@ -318,15 +322,17 @@ void summary() {
         };
         const double base = ns(variant::producev);
         const auto ratio = [base](double x) { return x > 0 ? base / x : 0.0; };
-        std::printf("| %s | %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.2f | %.2f | %.1f%% |\n",
-                    trace_name(k), base, ns(variant::produce_static), ns(variant::produce_salting),
-                    ns(variant::decide_only), ns(variant::producev_header),
-                    ratio(ns(variant::produce_salting)), ratio(ns(variant::produce_static)),
-                    100.0 * g_stamped[k]);
+        std::printf(
+            "| %s | %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.2f | %.2f | %.1f%% |\n",
+            trace_name(k), base, ns(variant::produce_static), ns(variant::produce_salting),
+            ns(variant::decide_only), ns(variant::producev_header),
+            ratio(ns(variant::produce_salting)), ratio(ns(variant::produce_static)),
+            100.0 * g_stamped[k]);
     }
-    std::printf("(ns/message: the sum over batches of %zu events of each batch's best time over the "
-                "repetitions; ratios are throughput: producev's ns / the variant's ns)\n",
-                batch_events);
+    std::printf(
+        "(ns/message: the sum over batches of %zu events of each batch's best time over the "
+        "repetitions; ratios are throughput: producev's ns / the variant's ns)\n",
+        batch_events);
 }
 
 }  // namespace
@@ -356,9 +362,9 @@ int main(int argc, char** argv) {
     g_env = &env;
     if (instructions != nullptr) {  // --instructions=<trace>/<variant>: one run, no timing
         for (const trace_kind k : {trace_kind::zipf, trace_kind::tenant90}) {
-            for (const variant v : {variant::producev, variant::produce_static,
-                                    variant::produce_salting, variant::decide_only,
-                                    variant::producev_header}) {
+            for (const variant v :
+                 {variant::producev, variant::produce_static, variant::produce_salting,
+                  variant::decide_only, variant::producev_header}) {
                 if (std::string(trace_name(k)) + "/" + variant_name(v) != instructions) continue;
                 run_state rs(g_traces[static_cast<int>(k)], v, env.rk);
                 measured_events(rs, static_cast<std::size_t>(timed_events));

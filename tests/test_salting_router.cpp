@@ -421,8 +421,8 @@ TEST_CASE("an episode opens at a key's first event placed off home: none stays h
     std::uint64_t salted = 0;
     for (std::int64_t i = 0; i < 3 * per_window; ++i) {
         const double u = std::uniform_real_distribution<double>(0, total)(rng);
-        const auto rank = static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u) -
-                                                   cdf.begin());
+        const auto rank =
+            static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
         const std::string key = "key-" + std::to_string(std::min(rank, keys - 1));
         const auto d = router.decide(key, at(i * 60000 / per_window));
         if (d.salted) ++salted;
