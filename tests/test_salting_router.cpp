@@ -400,6 +400,47 @@ TEST_CASE("stamps: one episode per key and lane, gapless sequences, first events
     CHECK(next_sequence.size() == 1);  // one lane, one admission: one episode
 }
 
+TEST_CASE("an episode opens at a key's first event placed off home: none stays home throughout",
+          "[router][stamp]") {
+    // Zipf 1.0 over 20k keys on 64 partitions, 131072 events a window: runs of 32 events, so the
+    // event after an episode's first (home) event continues the run off home. Keys the plan
+    // keeps home, and a spread key's home runs before it first leaves, are not stamped.
+    constexpr std::size_t keys = 20000;
+    constexpr std::int64_t per_window = 131072;
+    std::vector<double> cdf(keys);
+    double total = 0;
+    for (std::size_t k = 0; k < keys; ++k) cdf[k] = total += 1.0 / static_cast<double>(k + 1);
+    std::mt19937_64 rng(11);
+    keyroute::salting_router<> router(router_config(64));
+    struct episode {
+        std::uint64_t events = 0;
+        bool left_home = false;
+    };
+    std::map<std::uint64_t, episode> episodes;
+    std::uint64_t stamped = 0;
+    std::uint64_t salted = 0;
+    for (std::int64_t i = 0; i < 3 * per_window; ++i) {
+        const double u = std::uniform_real_distribution<double>(0, total)(rng);
+        const auto rank =
+            static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+        const std::string key = "key-" + std::to_string(std::min(rank, keys - 1));
+        const auto d = router.decide(key, at(i * 60000 / per_window));
+        if (d.salted) ++salted;
+        if (!d.stamp) continue;
+        ++stamped;
+        episode& e = episodes[d.stamp.episode];
+        ++e.events;
+        if (d.partition != d.home) e.left_home = true;
+    }
+    REQUIRE(salted > 0);
+    REQUIRE(stamped > 0);
+    REQUIRE(episodes.size() > 10);
+    for (const auto& [id, e] : episodes) {
+        INFO("episode " << id << " with " << e.events << " stamped events");
+        CHECK(e.left_home);
+    }
+}
+
 TEST_CASE("a tracked key that is not truly hot is neither stamped nor split", "[router][table]") {
     // 40 keys with 30 events each against a threshold of 40: their estimates pass the
     // admission level (half the threshold), so they become candidates and are stamped, but their

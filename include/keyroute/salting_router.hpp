@@ -15,8 +15,9 @@
 ///    partition's load and each key's rate, with the rest of the window filled to a common
 ///    level (router/planner.hpp). So a key that turns hot, grows, shrinks or vanishes, a burst,
 ///    late events: each is seen in the next measurement and corrected by the next plan.
-/// Stamps (router/sequencer.hpp) go on the events of a key while it is spread, and on one event
-/// home at each end of such a stretch, so a resequencer can put them back in order.
+/// Stamps (router/sequencer.hpp) go on the events of a key while it is spread, from its first
+/// event placed off home on, and on one event home at each end of such a stretch, so a
+/// resequencer can put them back in order; events that are all home need none.
 ///
 /// Threads: one router is shared by all producer threads; each thread claims a lane (its own
 /// counters) on its first event. Threads beyond `salting_config::lanes` share an overflow lane
@@ -448,6 +449,9 @@ private:
             if (!spread && pr == proof::now)
                 spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);
         }
+        // A stretch opens at the first event placed off home: until then the key's events are
+        // all home, in the partition's order, like a cold key's, and need no stamp.
+        if (spread && d.partition == hk.home && !ls.seq.open()) spread = false;
         const detail::sequenced sq =
             ls.seq.next(spread, ln.episodes, ln.episode_step, Traits::last_sequence);
         if (__builtin_expect(sq.opened || sq.closed, false)) {

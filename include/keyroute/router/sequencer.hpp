@@ -14,7 +14,9 @@
 ///   after it wait behind the episode on home;
 /// - an episode that reaches the last sequence number the lane can write ends the same way, and
 ///   the next spread event starts a new episode.
-/// Only the events of spread stretches and these two markers carry stamps.
+/// Only the events of spread stretches and these two markers carry stamps. The caller passes
+/// `spread` only for an event it places off home or one within an open stretch: events of a key
+/// that are all home are in the partition's order already (docs/router.md, "Stamps").
 
 #include <cstdint>
 
