@@ -742,6 +742,23 @@ private:
 
     struct fifo;
     struct episode_state;
+    struct partition_state;
+
+    /// The hash of (key, partition), computed on first use: a push that finds nothing held
+    /// never needs it.
+    struct lazy_hash {
+        std::string_view key;
+        std::uint32_t partition = 0;
+        std::uint64_t value = 0;
+        bool known = false;
+        [[nodiscard]] auto get() noexcept -> std::uint64_t {
+            if (!known) {
+                value = fifo_hash(key, partition);
+                known = true;
+            }
+            return value;
+        }
+    };
 
     /// scan()'s skipped stamps: per producer and lane, the episode of the first one, and
     /// whether another episode came too (blocks_stamp).
@@ -762,6 +779,7 @@ private:
         std::uint64_t visit = 0;
         fifo* queue = nullptr;
         episode_state* episode = nullptr;  // null when unstamped
+        partition_state* part = nullptr;   // null without an offset
         bool late = false;
         bool unknown = false;  // late because its episode's history below it is forgotten
     };
@@ -819,7 +837,7 @@ private:
 
     class reentry_guard {
     public:
-        explicit reentry_guard(resequencer& r) : m_r(r), m_unwinding(std::uncaught_exceptions()) {
+        explicit reentry_guard(resequencer& r) : m_r(r) {
             if (m_r.m_busy) detail::reentered();
             m_r.m_busy = true;
         }
@@ -829,14 +847,16 @@ private:
             m_r.m_busy = false;
             m_r.m_book.scanning = nullptr;  // in case a sink threw mid-scan
             m_r.m_book.protect = nullptr;
-            // A sink threw: a scan or a cascade may have stopped half-way, with events ready
-            // to go still held. The next call looks again.
-            if (std::uncaught_exceptions() > m_unwinding) m_r.m_book.interrupted = true;
+            // A sink (or an Event's move) threw: a scan or a cascade may have stopped half-way,
+            // with events ready to go still held. The next call looks again.
+            if (m_r.m_book.in_user_code) {
+                m_r.m_book.in_user_code = false;
+                m_r.m_book.interrupted = true;
+            }
         }
 
     private:
         resequencer& m_r;
-        int m_unwinding;
     };
 
     // After a call that a sink's exception cut short: every fifo is scanned again, so what was
@@ -861,6 +881,7 @@ private:
         bool reread = false;
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
+        partition_state* part = nullptr;  // the event's partition, if its offset was seen before
         std::map<std::uint64_t, std::uint32_t>::iterator where{};  // insertion hint in held
     };
 
@@ -874,7 +895,7 @@ private:
                 "is the partition's next offset), got 9223372036854775807");
         }
         resume_after_exception();
-        const std::uint64_t key_hash = fifo_hash(key, source.partition);
+        lazy_hash key_hash{key, source.partition};
         std::size_t bytes = 0;
         bool sized = false;
         bool must_go = false;  // what the buffer must release first waits for this very event
@@ -886,7 +907,7 @@ private:
                 if (p.reread) {
                     // Held at the checkpoint, yet a duplicate by its stamp (another copy came
                     // first): re-read all the same, or committable_offset would stay on it.
-                    note_offset(source, true);
+                    note_offset(source, true, p.part);
                     if (p.episode != nullptr) {
                         unpin_one(*p.episode, true);
                         idle_if_unused(*p.episode);
@@ -908,7 +929,7 @@ private:
                 const std::size_t room =
                     m_config.max_bytes - std::min(m_book.bytes, m_config.max_bytes);
                 if (m_book.events < m_config.max_events && bytes <= room) {
-                    accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
+                    accept_and_hold(key, key_hash.get(), st, event, source, time, p, bytes);
                     forget_idle_episodes();
                     return push_result::accepted;
                 }
@@ -1048,11 +1069,12 @@ private:
         return false;
     }
 
-    [[nodiscard]] auto classify(std::string_view key, std::uint64_t h, const stamp& st,
+    [[nodiscard]] auto classify(std::string_view key, lazy_hash& h, const stamp& st,
                                 const origin& source) -> plan {
         plan p;
         if (source.offset >= 0) {
             const auto it = m_partitions.find(source.partition);
+            if (it != m_partitions.end()) p.part = &it->second;
             if (it != m_partitions.end() && source.offset < it->second.next_offset) {
                 if (it->second.rereads.count(source.offset) == 0) {
                     p.what = verdict::duplicate;
@@ -1087,18 +1109,22 @@ private:
                 seq_ready = st.sequence == 0;
             }
         }
-        p.queue = find_fifo(key, h, source.partition);
+        p.queue = m_fifos.empty() ? nullptr : find_fifo(key, h.get(), source.partition);
         const bool blocked = p.queue != nullptr && fifo_blocks(*p.queue, st);
         p.what = (seq_ready && !blocked) ? verdict::deliver : verdict::hold;
         return p;
     }
 
-    void note_offset(const origin& source, bool reread) {
-        if (source.offset < 0) return;
-        partition_state& ps = m_partitions[source.partition];
+    // Notes an accepted offset; returns its partition's state (`known` if classify() found it),
+    // or null for an event without an offset.
+    auto note_offset(const origin& source, bool reread, partition_state* known)
+        -> partition_state* {
+        if (source.offset < 0) return nullptr;
+        partition_state& ps = known != nullptr ? *known : m_partitions[source.partition];
         if (reread && ps.rereads.erase(source.offset) != 0 && --m_book.rereads_left == 0)
             unpin_all();
         if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
+        return &ps;
     }
 
     // A re-read event of an episode that held events at the restored checkpoint.
@@ -1197,7 +1223,7 @@ private:
                         p.late ? delivery_order::late : delivery_order::in_order,
                         p.unknown};
         ++m_stats.pushed;
-        note_offset(source, p.reread);
+        note_offset(source, p.reread, p.part);
         episode_state* ep = nullptr;
         if (st) {
             ep = &episode_for(st, key, time, p.episode);
@@ -1231,7 +1257,7 @@ private:
 #endif
         ++m_stats.pushed;
         ++m_stats.held;
-        note_offset(source, p.reread);
+        e.part = note_offset(source, p.reread, p.part);
         e.st = st;
         e.source = source;
         e.time = time;
@@ -1271,10 +1297,7 @@ private:
             if (ep.refs++ == 0) idle_unlink(ep);
             unpin_one(ep, p.reread);
         }
-        if (source.offset >= 0) {
-            partition_state& ps = m_partitions[source.partition];
-            ps.held.add(source.offset);
-        }
+        if (e.part != nullptr) e.part->held.add(source.offset);
         m_book.events += 1;
         m_book.bytes += bytes;
         m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
@@ -1416,7 +1439,9 @@ private:
         r.last_missing = last;
         r.key = ep.key;
         r.reason = why;
+        m_book.in_user_code = true;
         m_on_gap(r);
+        m_book.in_user_code = false;
     }
 
     [[nodiscard]] auto seq_ready(const entry& e) const noexcept -> bool {
@@ -1501,8 +1526,10 @@ private:
         // First, and the event's only move: an Event whose move throws stays held, with its
         // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
         // the bookkeeping, and a throw there lost it).
+        m_book.in_user_code = true;
         delivery_type d{
             Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
+        m_book.in_user_code = false;
         if (pos == q.head) {
             ++q.head;
             if (q.head == q.items.size()) {
@@ -1536,16 +1563,14 @@ private:
             --ep.refs;
             idle_if_unused(ep);
         }
-        if (e.source.offset >= 0) {
-            partition_state& ps = m_partitions[e.source.partition];
-            ps.held.remove(e.source.offset);
-        }
+        if (e.part != nullptr) e.part->held.remove(e.source.offset);
         m_book.events -= 1;
         m_book.bytes -= e.bytes;
         e.event.reset();
         e.serial = 0;
         e.queue = nullptr;
         e.episode = nullptr;
+        e.part = nullptr;
         e.late = e.unknown = false;
         m_free.push_back(slot);
         deliver(std::move(d));
@@ -1556,7 +1581,9 @@ private:
         if (d.possibly_duplicate) ++m_stats.possible_duplicates;
         if (d.order == delivery_order::late) ++m_stats.late;
         if (d.order == delivery_order::out_of_order) ++m_stats.out_of_order;
+        m_book.in_user_code = true;
         m_on_delivery(std::move(d));
+        m_book.in_user_code = false;
     }
 
     // The first held event that `slot` waits for, or no_slot. Gives up missing sequences of its
@@ -1661,6 +1688,7 @@ private:
     struct bookkeeping {
         fifo* scanning = nullptr;
         bool interrupted = false;      // a sink threw: see resume_after_exception
+        bool in_user_code = false;     // inside a sink or an Event's move (reentry_guard)
         std::size_t rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
         // While push() makes room: the episode and sequence of the event being pushed, which
         // give_up_below() leaves alone, and whether it had to.
