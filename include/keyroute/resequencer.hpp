@@ -76,6 +76,7 @@
 
 #include "detail/config.hpp"
 #include "hash.hpp"
+#include "resequencer/node_pool.hpp"
 #include "stamp.hpp"
 
 #include <algorithm>
@@ -638,8 +639,7 @@ public:
                          [](const auto* a, const auto* b) { return a->last_time < b->last_time; });
         for (const auto* restored : by_time) {
             const auto& e = *restored;
-            episode_state& ep = m_episodes[detail::episode_key{e.producer, e.lane, e.episode}];
-            ep.id = detail::episode_key{e.producer, e.lane, e.episode};
+            episode_state& ep = new_episode(detail::episode_key{e.producer, e.lane, e.episode});
             ep.key = e.key;
             ep.next = e.next_sequence;
             ep.last_time = e.last_time;
@@ -744,6 +744,16 @@ private:
     struct episode_state;
     struct partition_state;
 
+    /// An episode's held sequences: sequence -> slot, or tombstone (delivered ahead). Its nodes
+    /// come from the resequencer's node_pool.
+    using held_map =
+        std::map<std::uint64_t, std::uint32_t, std::less<>,
+                 detail::pool_allocator<std::pair<const std::uint64_t, std::uint32_t>>>;
+    /// Hash of (key, partition) -> the chain of fifos with that hash; nodes from the node_pool.
+    using fifo_index =
+        std::unordered_map<std::uint64_t, fifo*, std::hash<std::uint64_t>,
+                           std::equal_to<>, detail::pool_allocator<std::pair<const std::uint64_t, fifo*>>>;
+
     /// The hash of (key, partition), computed on first use: a push that finds nothing held
     /// never needs it.
     struct lazy_hash {
@@ -803,8 +813,8 @@ private:
         std::string key;
         std::uint64_t next = 0;
         bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
-        std::map<std::uint64_t, std::uint32_t> held;  // sequence -> slot, or tombstone
-        std::size_t refs = 0;                         // held entries pointing here
+        held_map held;         // sequence -> slot, or tombstone
+        std::size_t refs = 0;  // held entries pointing here
         std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
         // Given-up sequences not delivered since, as disjoint ranges in increasing order, all
@@ -882,7 +892,7 @@ private:
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
         partition_state* part = nullptr;  // the event's partition, if its offset was seen before
-        std::map<std::uint64_t, std::uint32_t>::iterator where{};  // insertion hint in held
+        typename held_map::iterator where{};  // insertion hint in held
     };
 
     template <class E>
@@ -1149,13 +1159,21 @@ private:
         if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
     }
 
+    // The episode `id`, made if it is not remembered (its held map drawing on the node pool).
+    auto new_episode(const detail::episode_key& id) -> episode_state& {
+        const auto [it, made] = m_episodes.try_emplace(id);
+        if (made) {
+            it->second.id = id;
+            it->second.held = held_map(typename held_map::allocator_type(m_pool));
+        }
+        return it->second;
+    }
+
     auto episode_for(const stamp& st, std::string_view key, time_type time, episode_state* known)
         -> episode_state& {
         episode_state* ep = known;
         if (ep == nullptr) {
-            const detail::episode_key id{st.producer, st.lane, st.episode};
-            ep = &m_episodes[id];
-            ep->id = id;
+            ep = &new_episode(detail::episode_key{st.producer, st.lane, st.episode});
             ep->key.assign(key.data(), key.size());
         }
         if (time > ep->last_time) ep->last_time = time;
@@ -1668,9 +1686,11 @@ private:
     gap_sink m_on_gap;
     EventSize m_event_size;
 
+    // Declared before the containers drawing on it (each keeps it alive anyway).
+    std::shared_ptr<detail::node_pool> m_pool = std::make_shared<detail::node_pool>();
     std::vector<std::unique_ptr<entry>> m_slots;
     std::vector<std::uint32_t> m_free;
-    std::unordered_map<std::uint64_t, fifo*> m_fifos;  // hash of (key, partition) -> chain
+    fifo_index m_fifos{typename fifo_index::allocator_type(m_pool)};
     std::vector<std::unique_ptr<fifo>> m_fifo_store;   // every fifo ever made (<= peak held)
     std::vector<fifo*> m_spare_fifos;
     std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
