@@ -282,86 +282,6 @@ struct episode_key_hash {
     }
 };
 
-/// The offsets of the events held from one partition, increasing (push order). A released
-/// one is marked (~offset, negative), marks at the front are popped, and the others are
-/// swept out once they outnumber the held ones (until 0.2.13 they stayed until they reached
-/// the front: one event held for long kept a mark of every later one released behind it,
-/// without bound). O(log n) per release, amortized.
-class held_offsets {
-public:
-    held_offsets() = default;
-    held_offsets(const held_offsets&) = default;
-    auto operator=(const held_offsets&) -> held_offsets& = default;
-    /// A move leaves the source empty (the vector's move empties it; the counts follow).
-    held_offsets(held_offsets&& o) noexcept
-        : m_items(std::move(o.m_items)),
-          m_head(std::exchange(o.m_head, 0)),
-          m_live(std::exchange(o.m_live, 0)) {}
-    auto operator=(held_offsets&& o) noexcept -> held_offsets& {
-        m_items = std::move(o.m_items);
-        o.m_items.clear();
-        m_head = std::exchange(o.m_head, 0);
-        m_live = std::exchange(o.m_live, 0);
-        return *this;
-    }
-    ~held_offsets() = default;
-
-    [[nodiscard]] auto empty() const noexcept -> bool { return m_live == 0; }
-    /// The lowest held offset. @pre !empty()
-    [[nodiscard]] auto front() const noexcept -> std::int64_t { return m_items[m_head]; }
-    /// Entries kept, held or marked: at most 2 * held + 32.
-    [[nodiscard]] auto entries() const noexcept -> std::size_t { return m_items.size() - m_head; }
-    void add(std::int64_t offset) {
-        m_items.push_back(offset);
-        ++m_live;
-    }
-    /// Removes `offset`, added and not removed since; does nothing if it is not held. Offsets
-    /// come in increasing order when the caller keeps push()'s contract (each partition in
-    /// order); if it does not, the search falls back to a linear one instead of marking another.
-    void remove(std::int64_t offset) {
-        const auto first = m_items.begin() + static_cast<std::ptrdiff_t>(m_head);
-        auto it = m_items[m_head] == offset
-                      ? first
-                      : std::lower_bound(first, m_items.end(), offset,
-                                         [](std::int64_t item, std::int64_t value) {
-                                             return decoded(item) < value;
-                                         });
-        if (it == m_items.end() || *it != offset) it = std::find(first, m_items.end(), offset);
-        if (it == m_items.end()) return;
-        *it = ~offset;
-        --m_live;
-        while (m_head < m_items.size() && m_items[m_head] < 0) ++m_head;
-        if (m_live == 0) {
-            m_items.clear();
-            m_head = 0;
-        } else if (entries() > 2 * m_live + 32) {
-            m_items.erase(std::remove_if(m_items.begin() + static_cast<std::ptrdiff_t>(m_head),
-                                         m_items.end(), [](std::int64_t item) { return item < 0; }),
-                          m_items.end());
-            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
-            m_head = 0;
-        } else if (m_head >= 32 && m_head * 2 >= m_items.size()) {
-            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
-            m_head = 0;
-        }
-    }
-    /// Calls fn(offset) for each held offset, increasing.
-    template <class Fn>
-    void for_each(Fn&& fn) const {
-        for (std::size_t k = m_head; k < m_items.size(); ++k) {
-            if (m_items[k] >= 0) fn(m_items[k]);
-        }
-    }
-
-private:
-    [[nodiscard]] static auto decoded(std::int64_t item) noexcept -> std::int64_t {
-        return item >= 0 ? item : ~item;
-    }
-    std::vector<std::int64_t> m_items;  // [m_head, end): held offsets and marks, increasing
-    std::size_t m_head = 0;
-    std::size_t m_live = 0;
-};
-
 /// Whether every T moves (constructs and assigns) without throwing.
 template <class... T>
 inline constexpr bool nothrow_movable_v = ((std::is_nothrow_move_constructible_v<T> &&
@@ -557,7 +477,7 @@ public:
         if (it == m_partitions.end() || it->second.next_offset < 0) return std::nullopt;
         const partition_state& ps = it->second;
         std::int64_t out = ps.next_offset;
-        if (!ps.held.empty()) out = std::min(out, ps.held.front());
+        if (ps.held_first != no_slot) out = std::min(out, m_slots[ps.held_first]->source.offset);
         if (!ps.rereads.empty()) out = std::min(out, *ps.rereads.begin());
         return out;
     }
@@ -572,7 +492,9 @@ public:
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
             out.next_offset = ps.next_offset;
-            ps.held.for_each([&](std::int64_t offset) { out.held_offsets.push_back(offset); });
+            for (std::uint32_t k = ps.held_first; k != no_slot; k = m_slots[k]->part_next) {
+                out.held_offsets.push_back(m_slots[k]->source.offset);
+            }
             out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
             std::sort(out.held_offsets.begin(), out.held_offsets.end());
             cp.partitions.push_back(std::move(out));
@@ -626,7 +548,7 @@ public:
         check_checkpoint(cp);
         m_watermark = cp.watermark;
         for (const auto& p : cp.partitions) {
-            partition_state& ps = m_partitions[p.partition];
+            partition_state& ps = partition_of(p.partition);
             ps.next_offset = p.next_offset;
             ps.rereads.insert(p.held_offsets.begin(), p.held_offsets.end());
         }
@@ -790,6 +712,8 @@ private:
         fifo* queue = nullptr;
         episode_state* episode = nullptr;  // null when unstamped
         partition_state* part = nullptr;   // null without an offset
+        std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
+        std::uint32_t part_next = no_slot;
         bool late = false;
         bool unknown = false;  // late because its episode's history below it is forgotten
     };
@@ -830,7 +754,11 @@ private:
 
     struct partition_state {
         std::int64_t next_offset = -1;
-        detail::held_offsets held;
+        // Its held events that have an offset, in push order (offset order when the caller keeps
+        // push()'s contract), linked through entry::part_prev/part_next: the first one's offset
+        // is the lowest held. O(1) to add and remove, nothing kept for a released event.
+        std::uint32_t held_first = no_slot;
+        std::uint32_t held_last = no_slot;
         std::set<std::int64_t> rereads;  // offsets held at the restored checkpoint
     };
 
@@ -1083,10 +1011,9 @@ private:
                                 const origin& source) -> plan {
         plan p;
         if (source.offset >= 0) {
-            const auto it = m_partitions.find(source.partition);
-            if (it != m_partitions.end()) p.part = &it->second;
-            if (it != m_partitions.end() && source.offset < it->second.next_offset) {
-                if (it->second.rereads.count(source.offset) == 0) {
+            p.part = find_partition(source.partition);
+            if (p.part != nullptr && source.offset < p.part->next_offset) {
+                if (p.part->rereads.count(source.offset) == 0) {
                     p.what = verdict::duplicate;
                     return p;
                 }
@@ -1125,12 +1052,35 @@ private:
         return p;
     }
 
+    /// Partitions below it are found through a vector (m_partition_index) rather than a hash.
+    static constexpr std::uint32_t direct_partitions = 4096;
+
+    [[nodiscard]] auto find_partition(std::uint32_t id) -> partition_state* {
+        if (id < direct_partitions) {
+            return id < m_partition_index.size() ? m_partition_index[id] : nullptr;
+        }
+        const auto it = m_partitions.find(id);
+        return it == m_partitions.end() ? nullptr : &it->second;
+    }
+
+    // The state of partition `id`, made if it is new (every insertion goes through here, so that
+    // m_partition_index lists every partition below direct_partitions).
+    auto partition_of(std::uint32_t id) -> partition_state& {
+        if (partition_state* known = find_partition(id)) return *known;
+        if (id < direct_partitions && id >= m_partition_index.size()) {
+            m_partition_index.resize(std::size_t{id} + 1, nullptr);
+        }
+        partition_state& ps = m_partitions[id];
+        if (id < direct_partitions) m_partition_index[id] = &ps;
+        return ps;
+    }
+
     // Notes an accepted offset; returns its partition's state (`known` if classify() found it),
     // or null for an event without an offset.
     auto note_offset(const origin& source, bool reread, partition_state* known)
         -> partition_state* {
         if (source.offset < 0) return nullptr;
-        partition_state& ps = known != nullptr ? *known : m_partitions[source.partition];
+        partition_state& ps = known != nullptr ? *known : partition_of(source.partition);
         if (reread && ps.rereads.erase(source.offset) != 0 && --m_book.rereads_left == 0)
             unpin_all();
         if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
@@ -1315,12 +1265,30 @@ private:
             if (ep.refs++ == 0) idle_unlink(ep);
             unpin_one(ep, p.reread);
         }
-        if (e.part != nullptr) e.part->held.add(source.offset);
+        if (e.part != nullptr) link_held_offset(*e.part, slot);
         m_book.events += 1;
         m_book.bytes += bytes;
         m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
         std::push_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
         compact_deadlines();
+    }
+
+    void link_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
+        entry& e = *m_slots[slot];
+        e.part_prev = ps.held_last;
+        e.part_next = no_slot;
+        if (ps.held_last != no_slot) m_slots[ps.held_last]->part_next = slot;
+        else ps.held_first = slot;
+        ps.held_last = slot;
+    }
+
+    void unlink_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
+        entry& e = *m_slots[slot];
+        if (e.part_prev != no_slot) m_slots[e.part_prev]->part_next = e.part_next;
+        else ps.held_first = e.part_next;
+        if (e.part_next != no_slot) m_slots[e.part_next]->part_prev = e.part_prev;
+        else ps.held_last = e.part_prev;
+        e.part_prev = e.part_next = no_slot;
     }
 
     [[nodiscard]] auto allocate_slot() -> std::uint32_t {
@@ -1581,7 +1549,7 @@ private:
             --ep.refs;
             idle_if_unused(ep);
         }
-        if (e.part != nullptr) e.part->held.remove(e.source.offset);
+        if (e.part != nullptr) unlink_held_offset(*e.part, slot);
         m_book.events -= 1;
         m_book.bytes -= e.bytes;
         e.event.reset();
@@ -1695,6 +1663,7 @@ private:
     std::vector<fifo*> m_spare_fifos;
     std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
+    std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
     std::vector<deadline_item> m_deadlines;  // min-heap on (deadline, serial)
 
     std::vector<fifo*> m_dirty;
@@ -1747,7 +1716,7 @@ private:
         detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slots),
                                   decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
                                   decltype(m_spare_fifos), decltype(m_episodes),
-                                  decltype(m_partitions), decltype(m_deadlines), decltype(m_seen),
+                                  decltype(m_partitions), decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
                                   decltype(m_seen_index), time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
