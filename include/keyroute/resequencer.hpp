@@ -76,6 +76,7 @@
 
 #include "detail/config.hpp"
 #include "hash.hpp"
+#include "resequencer/hashed_index.hpp"
 #include "resequencer/node_pool.hpp"
 #include "stamp.hpp"
 
@@ -671,10 +672,6 @@ private:
     using held_map =
         std::map<std::uint64_t, std::uint32_t, std::less<>,
                  detail::pool_allocator<std::pair<const std::uint64_t, std::uint32_t>>>;
-    /// Hash of (key, partition) -> the chain of fifos with that hash; nodes from the node_pool.
-    using fifo_index =
-        std::unordered_map<std::uint64_t, fifo*, std::hash<std::uint64_t>,
-                           std::equal_to<>, detail::pool_allocator<std::pair<const std::uint64_t, fifo*>>>;
 
     /// The hash of (key, partition), computed on first use: a push that finds nothing held
     /// never needs it.
@@ -723,7 +720,6 @@ private:
         std::string key;
         std::uint32_t partition = 0;
         std::uint64_t hash = 0;
-        fifo* chain = nullptr;             // next fifo with the same hash
         std::vector<std::uint32_t> items;  // slots; [head, size) are live
         std::size_t head = 0;
         std::size_t unstamped = 0;
@@ -802,10 +798,8 @@ private:
     void resume_after_exception() {
         if (!m_book.interrupted) return;
         m_book.interrupted = false;
-        for (const auto& [hash, chain] : m_fifos) {
-            for (fifo* q = chain; q != nullptr; q = q->chain) {
-                if (q->size() != 0) mark_dirty(*q);
-            }
+        for (const auto& q : m_fifo_store) {
+            if (q->size() != 0) mark_dirty(*q);
         }
         cascade();
     }
@@ -934,17 +928,14 @@ private:
 
     [[nodiscard]] auto find_fifo(std::string_view key, std::uint64_t h,
                                  std::uint32_t partition) const -> fifo* {
-        const auto it = m_fifos.find(h);
-        if (it == m_fifos.end()) return nullptr;
-        for (fifo* q = it->second; q != nullptr; q = q->chain) {
-            if (q->partition == partition && q->key == key) return q;
-        }
-        return nullptr;
+        return m_fifos.find(
+            h, [&](const fifo& q) { return q.partition == partition && q.key == key; });
     }
 
     [[nodiscard]] auto find_episode(const stamp& st) -> episode_state* {
-        const auto it = m_episodes.find(detail::episode_key{st.producer, st.lane, st.episode});
-        return it == m_episodes.end() ? nullptr : &it->second;
+        const detail::episode_key id{st.producer, st.lane, st.episode};
+        return m_episode_index.find(detail::episode_key_hash{}(id),
+                                    [&](const episode_state& ep) { return ep.id == id; });
     }
 
     // The given-up range holding `seq`, or given_up.end(). O(log ranges).
@@ -1046,7 +1037,7 @@ private:
                 seq_ready = st.sequence == 0;
             }
         }
-        p.queue = m_fifos.empty() ? nullptr : find_fifo(key, h.get(), source.partition);
+        p.queue = m_fifos.size() == 0 ? nullptr : find_fifo(key, h.get(), source.partition);
         const bool blocked = p.queue != nullptr && fifo_blocks(*p.queue, st);
         p.what = (seq_ready && !blocked) ? verdict::deliver : verdict::hold;
         return p;
@@ -1115,6 +1106,7 @@ private:
         if (made) {
             it->second.id = id;
             it->second.held = held_map(typename held_map::allocator_type(m_pool));
+            m_episode_index.insert(detail::episode_key_hash{}(id), &it->second);
         }
         return it->second;
     }
@@ -1245,9 +1237,7 @@ private:
             q->key.assign(key.data(), key.size());
             q->partition = source.partition;
             q->hash = h;
-            fifo*& chain = m_fifos[h];
-            q->chain = chain;
-            chain = q;
+            m_fifos.insert(h, q);
         }
         e.queue = q;
         q->items.push_back(slot);
@@ -1481,12 +1471,7 @@ private:
         for (fifo* q : m_emptied) {
             q->emptied = false;
             if (q->size() != 0) continue;
-            const auto it = m_fifos.find(q->hash);
-            fifo** link = &it->second;
-            while (*link != q) link = &(*link)->chain;
-            *link = q->chain;
-            if (it->second == nullptr) m_fifos.erase(it);
-            q->chain = nullptr;
+            m_fifos.erase(q->hash, q);
             q->items.clear();
             q->head = 0;
             q->unstamped = 0;
@@ -1645,6 +1630,7 @@ private:
             episode_state& ep = *m_book.idle_head;
             idle_unlink(ep);
             ++m_stats.forgotten_episodes;
+            m_episode_index.erase(detail::episode_key_hash{}(ep.id), &ep);
             m_episodes.erase(ep.id);
         }
     }
@@ -1658,10 +1644,11 @@ private:
     std::shared_ptr<detail::node_pool> m_pool = std::make_shared<detail::node_pool>();
     std::vector<std::unique_ptr<entry>> m_slots;
     std::vector<std::uint32_t> m_free;
-    fifo_index m_fifos{typename fifo_index::allocator_type(m_pool)};
+    detail::hashed_index<fifo> m_fifos;  // hash of (key, partition) -> its fifo, if it holds events
     std::vector<std::unique_ptr<fifo>> m_fifo_store;   // every fifo ever made (<= peak held)
     std::vector<fifo*> m_spare_fifos;
     std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
+    detail::hashed_index<episode_state> m_episode_index;  // looks m_episodes' nodes up
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
     std::vector<deadline_item> m_deadlines;  // min-heap on (deadline, serial)
@@ -1715,7 +1702,7 @@ private:
     static_assert(
         detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slots),
                                   decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
-                                  decltype(m_spare_fifos), decltype(m_episodes),
+                                  decltype(m_spare_fifos), decltype(m_episodes), decltype(m_episode_index),
                                   decltype(m_partitions), decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
                                   decltype(m_seen_index), time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
