@@ -478,7 +478,7 @@ public:
         if (it == m_partitions.end() || it->second.next_offset < 0) return std::nullopt;
         const partition_state& ps = it->second;
         std::int64_t out = ps.next_offset;
-        if (ps.held_first != no_slot) out = std::min(out, m_slots[ps.held_first]->source.offset);
+        if (ps.held_first != no_slot) out = std::min(out, at(ps.held_first).source.offset);
         if (!ps.rereads.empty()) out = std::min(out, *ps.rereads.begin());
         return out;
     }
@@ -493,8 +493,8 @@ public:
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
             out.next_offset = ps.next_offset;
-            for (std::uint32_t k = ps.held_first; k != no_slot; k = m_slots[k]->part_next) {
-                out.held_offsets.push_back(m_slots[k]->source.offset);
+            for (std::uint32_t k = ps.held_first; k != no_slot; k = at(k).part_next) {
+                out.held_offsets.push_back(at(k).source.offset);
             }
             out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
             std::sort(out.held_offsets.begin(), out.held_offsets.end());
@@ -520,12 +520,13 @@ public:
             cp.episodes.push_back(std::move(out));
         }
         // A late event still held is not delivered: after a restore it must count as late again.
-        for (const auto& e : m_slots) {
-            if (e->serial == 0 || e->episode == nullptr) continue;
-            const std::size_t i = index.at(e->episode->id);
-            if (e->source.offset >= 0) ++cp.episodes[i].held_events;
-            if (e->late && !e->unknown) {
-                cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
+        for (std::uint32_t k = 0; k < m_book.slots; ++k) {
+            const entry& e = at(k);
+            if (e.serial == 0 || e.episode == nullptr) continue;
+            const std::size_t i = index.at(e.episode->id);
+            if (e.source.offset >= 0) ++cp.episodes[i].held_events;
+            if (e.late && !e.unknown) {
+                cp.episodes[i].given_up.emplace_back(e.st.sequence, e.st.sequence);
             }
         }
         return cp;
@@ -901,7 +902,7 @@ private:
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
             for (std::size_t i = q.head; i < q.items.size(); ++i) {
-                const entry& y = *m_slots[q.items[i]];
+                const entry& y = at(q.items[i]);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
                     force(q.items[i], y.serial, gap_reason::full);
                     return;
@@ -912,7 +913,7 @@ private:
             for (const auto& [seq, slot] : p.episode->held) {
                 if (seq >= st.sequence) break;
                 if (slot == tombstone) continue;
-                force(slot, m_slots[slot]->serial, gap_reason::full);
+                force(slot, at(slot).serial, gap_reason::full);
                 return;
             }
         }
@@ -993,7 +994,7 @@ private:
         if (q.size() == 0) return false;
         if (!st || q.unstamped != 0) return true;
         for (std::size_t i = q.head; i < q.items.size(); ++i) {
-            if (blocks_stamp(m_slots[q.items[i]]->st, st)) return true;
+            if (blocks_stamp(at(q.items[i]).st, st)) return true;
         }
         return false;
     }
@@ -1204,7 +1205,7 @@ private:
     void accept_and_hold(std::string_view key, std::uint64_t h, const stamp& st, E& event,
                          const origin& source, time_type time, const plan& p, std::size_t bytes) {
         const std::uint32_t slot = allocate_slot();
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
 #if KEYROUTE_HAS_EXCEPTIONS
         try {
             e.event.emplace(std::forward<E>(event));  // first: if it throws, nothing has changed
@@ -1264,21 +1265,31 @@ private:
     }
 
     void link_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
         e.part_prev = ps.held_last;
         e.part_next = no_slot;
-        if (ps.held_last != no_slot) m_slots[ps.held_last]->part_next = slot;
+        if (ps.held_last != no_slot) at(ps.held_last).part_next = slot;
         else ps.held_first = slot;
         ps.held_last = slot;
     }
 
     void unlink_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
-        entry& e = *m_slots[slot];
-        if (e.part_prev != no_slot) m_slots[e.part_prev]->part_next = e.part_next;
+        entry& e = at(slot);
+        if (e.part_prev != no_slot) at(e.part_prev).part_next = e.part_next;
         else ps.held_first = e.part_next;
-        if (e.part_next != no_slot) m_slots[e.part_next]->part_prev = e.part_prev;
+        if (e.part_next != no_slot) at(e.part_next).part_prev = e.part_prev;
         else ps.held_last = e.part_prev;
         e.part_prev = e.part_next = no_slot;
+    }
+
+    static constexpr std::uint32_t slab_bits = 8;
+    static constexpr std::uint32_t slab_mask = (std::uint32_t{1} << slab_bits) - 1;
+
+    [[nodiscard]] auto at(std::uint32_t slot) noexcept -> entry& {
+        return m_slab[slot >> slab_bits][slot & slab_mask];
+    }
+    [[nodiscard]] auto at(std::uint32_t slot) const noexcept -> const entry& {
+        return m_slab[slot >> slab_bits][slot & slab_mask];
     }
 
     [[nodiscard]] auto allocate_slot() -> std::uint32_t {
@@ -1287,12 +1298,14 @@ private:
             m_free.pop_back();
             return s;
         }
-        m_slots.push_back(std::make_unique<entry>());
-        return static_cast<std::uint32_t>(m_slots.size() - 1);
+        if ((m_book.slots & slab_mask) == 0) {
+            m_slab.push_back(std::make_unique<entry[]>(std::size_t{slab_mask} + 1));
+        }
+        return m_book.slots++;
     }
 
     [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept -> bool {
-        return slot < m_slots.size() && m_slots[slot]->serial == serial;
+        return slot < m_book.slots && at(slot).serial == serial;
     }
 
     // Lazy deletion leaves stale deadlines; rebuild when they outnumber the live ones.
@@ -1356,7 +1369,7 @@ private:
     void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
         skip_delivered_ahead(ep);
         if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
-        const entry& nxt = *m_slots[ep.held.begin()->second];
+        const entry& nxt = at(ep.held.begin()->second);
         // A forward scan of the same fifo reaches events pushed after the one it released.
         if (scanning_serial != 0 && nxt.queue == m_book.scanning && nxt.serial > scanning_serial)
             return;
@@ -1436,7 +1449,7 @@ private:
         std::size_t i = q.head;
         while (i < q.items.size()) {
             const std::uint32_t slot = q.items[i];
-            const entry& e = *m_slots[slot];
+            const entry& e = at(slot);
             bool blocked = seen_any && !e.st;
             if (!blocked && e.st) {
                 // blocks_stamp by any stamp skipped before it, from their lanes (until 0.2.13 a
@@ -1489,7 +1502,7 @@ private:
 
     // Removes the event at items[pos] of its fifo from every index and delivers it.
     void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
         fifo& q = *e.queue;
         // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
         const delivery_order final_order =
@@ -1560,7 +1573,7 @@ private:
     // The first held event that `slot` waits for, or no_slot. Gives up missing sequences of its
     // episode below it first: whoever forces an event forces its whole wait chain.
     [[nodiscard]] auto blocker(std::uint32_t slot, gap_reason why) -> std::uint32_t {
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
         if (e.episode != nullptr && !e.late) {
             give_up_below(*e.episode, e.st.sequence, why);
             if (e.episode->next < e.st.sequence) {
@@ -1571,7 +1584,7 @@ private:
         }
         const fifo& q = *e.queue;
         for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
-            const entry& y = *m_slots[q.items[i]];
+            const entry& y = at(q.items[i]);
             if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return q.items[i];
         }
         return no_slot;
@@ -1583,15 +1596,15 @@ private:
             const std::uint64_t walk = ++m_walk;
             std::uint32_t y = slot;
             for (;;) {
-                m_slots[y]->visit = walk;
+                at(y).visit = walk;
                 const std::uint32_t b = blocker(y, why);
                 if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
-                    release(y, position_in(*m_slots[y]->queue, y), delivery_order::in_order);
+                    release(y, position_in(*at(y).queue, y), delivery_order::in_order);
                     break;
                 }
-                if (m_slots[b]->visit == walk) {
-                    release(y, position_in(*m_slots[y]->queue, y), delivery_order::out_of_order);
+                if (at(b).visit == walk) {
+                    release(y, position_in(*at(y).queue, y), delivery_order::out_of_order);
                     break;
                 }
                 y = b;
@@ -1642,7 +1655,9 @@ private:
 
     // Declared before the containers drawing on it (each keeps it alive anyway).
     std::shared_ptr<detail::node_pool> m_pool = std::make_shared<detail::node_pool>();
-    std::vector<std::unique_ptr<entry>> m_slots;
+    // Held events, in chunks of 2^slab_bits entries (at()): an entry never moves, and its slot
+    // number finds it without a pointer of its own. Slots below m_book.slots exist.
+    std::vector<std::unique_ptr<entry[]>> m_slab;
     std::vector<std::uint32_t> m_free;
     detail::hashed_index<fifo> m_fifos;  // hash of (key, partition) -> its fifo, if it holds events
     std::vector<std::unique_ptr<fifo>> m_fifo_store;   // every fifo ever made (<= peak held)
@@ -1674,6 +1689,7 @@ private:
         episode_state* idle_head = nullptr;
         episode_state* idle_tail = nullptr;
         std::size_t idle_count = 0;
+        std::uint32_t slots = 0;  // entries made in m_slab
         std::size_t events = 0;
         std::size_t bytes = 0;
 
@@ -1700,7 +1716,7 @@ private:
 
     // Each member type but EventSize and the scalars: the standard does not promise them all.
     static_assert(
-        detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slots),
+        detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slab),
                                   decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
                                   decltype(m_spare_fifos), decltype(m_episodes), decltype(m_episode_index),
                                   decltype(m_partitions), decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
