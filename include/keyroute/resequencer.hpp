@@ -708,8 +708,8 @@ private:
         std::uint64_t serial = 0;  // 0: free slot
         std::uint64_t visit = 0;
         fifo* queue = nullptr;
-        episode_state* episode = nullptr;  // null when unstamped
-        partition_state* part = nullptr;   // null without an offset
+        episode_state* episode = nullptr;   // null when unstamped
+        partition_state* part = nullptr;    // null without an offset
         std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
         std::uint32_t part_next = no_slot;
         bool late = false;
@@ -734,8 +734,8 @@ private:
         std::string key;
         std::uint64_t next = 0;
         bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
-        held_map held;         // sequence -> slot, or tombstone
-        std::size_t refs = 0;  // held entries pointing here
+        held_map held;          // sequence -> slot, or tombstone
+        std::size_t refs = 0;   // held entries pointing here
         std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
         // Given-up sequences not delivered since, as disjoint ranges in increasing order, all
@@ -1660,13 +1660,13 @@ private:
     std::vector<std::unique_ptr<entry[]>> m_slab;
     std::vector<std::uint32_t> m_free;
     detail::hashed_index<fifo> m_fifos;  // hash of (key, partition) -> its fifo, if it holds events
-    std::vector<std::unique_ptr<fifo>> m_fifo_store;   // every fifo ever made (<= peak held)
+    std::vector<std::unique_ptr<fifo>> m_fifo_store;  // every fifo ever made (<= peak held)
     std::vector<fifo*> m_spare_fifos;
     std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
     detail::hashed_index<episode_state> m_episode_index;  // looks m_episodes' nodes up
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
-    std::vector<deadline_item> m_deadlines;  // min-heap on (deadline, serial)
+    std::vector<deadline_item> m_deadlines;           // min-heap on (deadline, serial)
 
     std::vector<fifo*> m_dirty;
     std::vector<fifo*> m_emptied;
@@ -1716,11 +1716,12 @@ private:
 
     // Each member type but EventSize and the scalars: the standard does not promise them all.
     static_assert(
-        detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slab),
-                                  decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
-                                  decltype(m_spare_fifos), decltype(m_episodes), decltype(m_episode_index),
-                                  decltype(m_partitions), decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
-                                  decltype(m_seen_index), time_type, resequencer_stats>,
+        detail::nothrow_movable_v<
+            resequencer_config, delivery_sink, gap_sink, decltype(m_slab), decltype(m_free),
+            decltype(m_fifos), decltype(m_fifo_store), decltype(m_spare_fifos),
+            decltype(m_episodes), decltype(m_episode_index), decltype(m_partitions),
+            decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
+            decltype(m_seen_index), time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
 

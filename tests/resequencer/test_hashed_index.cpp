@@ -23,7 +23,8 @@ auto find(const hashed_index<item>& index, const item& x) -> item* {
 }
 }  // namespace
 
-TEST_CASE("hashed_index: colliding hashes, erase in any order, growth", "[resequencer][hashed_index]") {
+TEST_CASE("hashed_index: colliding hashes, erase in any order, growth",
+          "[resequencer][hashed_index]") {
     hashed_index<item> index;
     CHECK(index.find(1, [](const item&) { return true; }) == nullptr);
     std::vector<item> items;

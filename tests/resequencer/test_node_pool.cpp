@@ -28,13 +28,14 @@ TEST_CASE("node_pool: freed blocks are reused, chunks grow only with the peak",
     CHECK(pool.in_use() == 2);
     CHECK(a != b);
     pool.deallocate(a, 40);
-    CHECK(pool.allocate(33) == a);  // last freed, first reused
+    CHECK(pool.allocate(33) == a);   // last freed, first reused
     void* small = pool.allocate(8);  // another class: another chunk
     CHECK(pool.chunks() == 2);
     CHECK(reinterpret_cast<std::uintptr_t>(small) % node_pool::grain == 0);
     // A peak of 3 chunks' worth of one class, freed and taken again: no new chunk.
     std::vector<void*> held;
-    for (std::size_t i = 0; i < 3 * node_pool::blocks_per_chunk; ++i) held.push_back(pool.allocate(100));
+    for (std::size_t i = 0; i < 3 * node_pool::blocks_per_chunk; ++i)
+        held.push_back(pool.allocate(100));
     const std::size_t chunks = pool.chunks();
     std::set<void*> distinct(held.begin(), held.end());
     CHECK(distinct.size() == held.size());

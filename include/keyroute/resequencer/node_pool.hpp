@@ -123,9 +123,7 @@ public:
         }
     }
 
-    [[nodiscard]] auto pool() const noexcept -> const std::shared_ptr<node_pool>& {
-        return m_pool;
-    }
+    [[nodiscard]] auto pool() const noexcept -> const std::shared_ptr<node_pool>& { return m_pool; }
 
 private:
     [[nodiscard]] auto from_pool(std::size_t n) const noexcept -> bool {
