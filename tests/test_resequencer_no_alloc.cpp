@@ -3,7 +3,7 @@
 // partitions, every key's events read out of order), after a warm-up that went through the
 // same read patterns. Held events, episodes' held sequences and the indexes reuse their
 // storage; what is left is a recycled per-key queue whose key or item buffer is shorter than
-// the next use needs (about one allocation per 500 events here; two per held event before).
+// the next use needs (about one allocation per 500 events here; about one per event before).
 #include "keyroute_catch.hpp"
 #include "alloc_counter.hpp"
 
