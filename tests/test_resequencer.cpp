@@ -539,59 +539,12 @@ TEST_CASE("a late event released to break a waiting cycle is out_of_order, not l
     CHECK(h.gaps.size() == 1);
 }
 
-TEST_CASE("held offsets: one event held for long does not keep the ones released behind it",
-          "[resequencer]") {
-    // The resequencer's per-partition list of held offsets (detail::held_offsets). Until
-    // 0.2.13 a released offset stayed as a mark until it reached the front: behind one offset
-    // held for long, every later one released left 8 bytes, without bound.
-    keyroute::detail::held_offsets held;
-    held.add(0);  // held for long
-    for (std::int64_t i = 1; i <= 100000; ++i) {
-        held.add(i);
-        held.remove(i);
-        REQUIRE(held.entries() <= 2 * 1 + 32);
-    }
-    CHECK(held.front() == 0);
-    // Interleaved: the lowest held offset stays at the front, marks are swept.
-    for (std::int64_t i = 100001; i <= 100100; ++i) held.add(i);
-    for (std::int64_t i = 100001; i <= 100100; i += 2) held.remove(i);
-    CHECK(held.entries() <= 2 * 51 + 32);
-    std::vector<std::int64_t> left;
-    held.for_each([&](std::int64_t offset) { left.push_back(offset); });
-    REQUIRE(left.size() == 51);
-    CHECK(left[0] == 0);
-    for (std::size_t k = 1; k < left.size(); ++k)
-        CHECK(left[k] == 100000 + 2 * static_cast<std::int64_t>(k));
-    held.remove(0);
-    CHECK(held.front() == 100002);
-    for (const std::int64_t offset : std::vector<std::int64_t>(left.begin() + 1, left.end())) {
-        held.remove(offset);
-    }
-    CHECK(held.empty());
-    CHECK(held.entries() == 0);
-
-    // A caller that broke push()'s contract (a partition's offsets out of order): the binary
-    // search misses, a linear one finds the offset, and an offset not held changes nothing.
-    keyroute::detail::held_offsets disorder;
-    for (const std::int64_t offset : {9, 20, 1, 2}) disorder.add(offset);
-    disorder.remove(20);
-    disorder.remove(7);  // never added
-    std::vector<std::int64_t> kept;
-    disorder.for_each([&](std::int64_t offset) { kept.push_back(offset); });
-    CHECK(kept == std::vector<std::int64_t>{9, 1, 2});
-    CHECK(disorder.front() == 9);
-    keyroute::detail::held_offsets moved(std::move(disorder));
-    CHECK(disorder.empty());         // NOLINT(bugprone-use-after-move): what the move leaves
-    CHECK(disorder.entries() == 0);  // NOLINT(bugprone-use-after-move)
-    CHECK(moved.entries() == 4);     // 9, the mark of 20, 1, 2
-    CHECK(moved.front() == 9);
-}
-
 TEST_CASE("a partition whose old event stays held keeps its commit there as others pass",
           "[ordering][resequencer]") {
     // Offset 0 of partition 0 waits (sequence 1 of an episode whose 0 never comes); later events
-    // of partition 0 are held, then released by partition 1. The commit stays at 0 (the bound
-    // on the list behind it is the test above: nothing here observes it).
+    // of partition 0 are held, then released by partition 1. The commit stays at 0 (a
+    // partition's held offsets are linked through the held events themselves: a released one
+    // leaves nothing behind).
     harness h(config(1000, ms(3600 * 1000)));
     CHECK(h.stamped("k", lane_a(1), 0, 0, -1) == push_result::accepted);
     for (std::uint64_t i = 1; i <= 2000; ++i) {

@@ -76,6 +76,8 @@
 
 #include "detail/config.hpp"
 #include "hash.hpp"
+#include "resequencer/hashed_index.hpp"
+#include "resequencer/node_pool.hpp"
 #include "stamp.hpp"
 
 #include <algorithm>
@@ -281,86 +283,6 @@ struct episode_key_hash {
     }
 };
 
-/// The offsets of the events held from one partition, increasing (push order). A released
-/// one is marked (~offset, negative), marks at the front are popped, and the others are
-/// swept out once they outnumber the held ones (until 0.2.13 they stayed until they reached
-/// the front: one event held for long kept a mark of every later one released behind it,
-/// without bound). O(log n) per release, amortized.
-class held_offsets {
-public:
-    held_offsets() = default;
-    held_offsets(const held_offsets&) = default;
-    auto operator=(const held_offsets&) -> held_offsets& = default;
-    /// A move leaves the source empty (the vector's move empties it; the counts follow).
-    held_offsets(held_offsets&& o) noexcept
-        : m_items(std::move(o.m_items)),
-          m_head(std::exchange(o.m_head, 0)),
-          m_live(std::exchange(o.m_live, 0)) {}
-    auto operator=(held_offsets&& o) noexcept -> held_offsets& {
-        m_items = std::move(o.m_items);
-        o.m_items.clear();
-        m_head = std::exchange(o.m_head, 0);
-        m_live = std::exchange(o.m_live, 0);
-        return *this;
-    }
-    ~held_offsets() = default;
-
-    [[nodiscard]] auto empty() const noexcept -> bool { return m_live == 0; }
-    /// The lowest held offset. @pre !empty()
-    [[nodiscard]] auto front() const noexcept -> std::int64_t { return m_items[m_head]; }
-    /// Entries kept, held or marked: at most 2 * held + 32.
-    [[nodiscard]] auto entries() const noexcept -> std::size_t { return m_items.size() - m_head; }
-    void add(std::int64_t offset) {
-        m_items.push_back(offset);
-        ++m_live;
-    }
-    /// Removes `offset`, added and not removed since; does nothing if it is not held. Offsets
-    /// come in increasing order when the caller keeps push()'s contract (each partition in
-    /// order); if it does not, the search falls back to a linear one instead of marking another.
-    void remove(std::int64_t offset) {
-        const auto first = m_items.begin() + static_cast<std::ptrdiff_t>(m_head);
-        auto it = m_items[m_head] == offset
-                      ? first
-                      : std::lower_bound(first, m_items.end(), offset,
-                                         [](std::int64_t item, std::int64_t value) {
-                                             return decoded(item) < value;
-                                         });
-        if (it == m_items.end() || *it != offset) it = std::find(first, m_items.end(), offset);
-        if (it == m_items.end()) return;
-        *it = ~offset;
-        --m_live;
-        while (m_head < m_items.size() && m_items[m_head] < 0) ++m_head;
-        if (m_live == 0) {
-            m_items.clear();
-            m_head = 0;
-        } else if (entries() > 2 * m_live + 32) {
-            m_items.erase(std::remove_if(m_items.begin() + static_cast<std::ptrdiff_t>(m_head),
-                                         m_items.end(), [](std::int64_t item) { return item < 0; }),
-                          m_items.end());
-            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
-            m_head = 0;
-        } else if (m_head >= 32 && m_head * 2 >= m_items.size()) {
-            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
-            m_head = 0;
-        }
-    }
-    /// Calls fn(offset) for each held offset, increasing.
-    template <class Fn>
-    void for_each(Fn&& fn) const {
-        for (std::size_t k = m_head; k < m_items.size(); ++k) {
-            if (m_items[k] >= 0) fn(m_items[k]);
-        }
-    }
-
-private:
-    [[nodiscard]] static auto decoded(std::int64_t item) noexcept -> std::int64_t {
-        return item >= 0 ? item : ~item;
-    }
-    std::vector<std::int64_t> m_items;  // [m_head, end): held offsets and marks, increasing
-    std::size_t m_head = 0;
-    std::size_t m_live = 0;
-};
-
 /// Whether every T moves (constructs and assigns) without throwing.
 template <class... T>
 inline constexpr bool nothrow_movable_v = ((std::is_nothrow_move_constructible_v<T> &&
@@ -425,7 +347,10 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// bookkeeping adds O(1) per held event and per partition seen, and per remembered episode
 /// (bounded by the held events plus max_idle_episodes) O(1) plus a copy of its key and at most
 /// 256 given-up ranges of 16 bytes, which max_bytes does not count: with long keys or many
-/// gaps, bound max_idle_episodes too.
+/// gaps, bound max_idle_episodes too. The storage of held events (their slots, their episodes'
+/// map nodes, the per-key partition queues, the indexes) is kept at its peak and reused, so
+/// that holding and releasing in a steady state allocates almost nothing (a reused queue may
+/// grow its buffers): the memory bound is the peak's.
 ///
 /// Duplicates: a re-read event is recognised (a) by its offset, when it is below the highest
 /// offset already accepted on its partition, and (b) by its stamp, when its sequence is below the
@@ -556,7 +481,7 @@ public:
         if (it == m_partitions.end() || it->second.next_offset < 0) return std::nullopt;
         const partition_state& ps = it->second;
         std::int64_t out = ps.next_offset;
-        if (!ps.held.empty()) out = std::min(out, ps.held.front());
+        if (ps.held_first != no_slot) out = std::min(out, at(ps.held_first).source.offset);
         if (!ps.rereads.empty()) out = std::min(out, *ps.rereads.begin());
         return out;
     }
@@ -571,7 +496,9 @@ public:
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
             out.next_offset = ps.next_offset;
-            ps.held.for_each([&](std::int64_t offset) { out.held_offsets.push_back(offset); });
+            for (std::uint32_t k = ps.held_first; k != no_slot; k = at(k).part_next) {
+                out.held_offsets.push_back(at(k).source.offset);
+            }
             out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
             std::sort(out.held_offsets.begin(), out.held_offsets.end());
             cp.partitions.push_back(std::move(out));
@@ -596,12 +523,13 @@ public:
             cp.episodes.push_back(std::move(out));
         }
         // A late event still held is not delivered: after a restore it must count as late again.
-        for (const auto& e : m_slots) {
-            if (e->serial == 0 || e->episode == nullptr) continue;
-            const std::size_t i = index.at(e->episode->id);
-            if (e->source.offset >= 0) ++cp.episodes[i].held_events;
-            if (e->late && !e->unknown) {
-                cp.episodes[i].given_up.emplace_back(e->st.sequence, e->st.sequence);
+        for (std::uint32_t k = 0; k < m_book.slots; ++k) {
+            const entry& e = at(k);
+            if (e.serial == 0 || e.episode == nullptr) continue;
+            const std::size_t i = index.at(e.episode->id);
+            if (e.source.offset >= 0) ++cp.episodes[i].held_events;
+            if (e.late && !e.unknown) {
+                cp.episodes[i].given_up.emplace_back(e.st.sequence, e.st.sequence);
             }
         }
         return cp;
@@ -625,7 +553,7 @@ public:
         check_checkpoint(cp);
         m_watermark = cp.watermark;
         for (const auto& p : cp.partitions) {
-            partition_state& ps = m_partitions[p.partition];
+            partition_state& ps = partition_of(p.partition);
             ps.next_offset = p.next_offset;
             ps.rereads.insert(p.held_offsets.begin(), p.held_offsets.end());
         }
@@ -638,8 +566,7 @@ public:
                          [](const auto* a, const auto* b) { return a->last_time < b->last_time; });
         for (const auto* restored : by_time) {
             const auto& e = *restored;
-            episode_state& ep = m_episodes[detail::episode_key{e.producer, e.lane, e.episode}];
-            ep.id = detail::episode_key{e.producer, e.lane, e.episode};
+            episode_state& ep = new_episode(detail::episode_key{e.producer, e.lane, e.episode});
             ep.key = e.key;
             ep.next = e.next_sequence;
             ep.last_time = e.last_time;
@@ -742,6 +669,29 @@ private:
 
     struct fifo;
     struct episode_state;
+    struct partition_state;
+
+    /// An episode's held sequences: sequence -> slot, or tombstone (delivered ahead). Its nodes
+    /// come from the resequencer's node_pool.
+    using held_map =
+        std::map<std::uint64_t, std::uint32_t, std::less<>,
+                 detail::pool_allocator<std::pair<const std::uint64_t, std::uint32_t>>>;
+
+    /// The hash of (key, partition), computed on first use: a push that finds nothing held
+    /// never needs it.
+    struct lazy_hash {
+        std::string_view key;
+        std::uint32_t partition = 0;
+        std::uint64_t value = 0;
+        bool known = false;
+        [[nodiscard]] auto get() noexcept -> std::uint64_t {
+            if (!known) {
+                value = fifo_hash(key, partition);
+                known = true;
+            }
+            return value;
+        }
+    };
 
     /// scan()'s skipped stamps: per producer and lane, the episode of the first one, and
     /// whether another episode came too (blocks_stamp).
@@ -761,7 +711,10 @@ private:
         std::uint64_t serial = 0;  // 0: free slot
         std::uint64_t visit = 0;
         fifo* queue = nullptr;
-        episode_state* episode = nullptr;  // null when unstamped
+        episode_state* episode = nullptr;   // null when unstamped
+        partition_state* part = nullptr;    // null without an offset
+        std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
+        std::uint32_t part_next = no_slot;
         bool late = false;
         bool unknown = false;  // late because its episode's history below it is forgotten
     };
@@ -771,7 +724,6 @@ private:
         std::string key;
         std::uint32_t partition = 0;
         std::uint64_t hash = 0;
-        fifo* chain = nullptr;             // next fifo with the same hash
         std::vector<std::uint32_t> items;  // slots; [head, size) are live
         std::size_t head = 0;
         std::size_t unstamped = 0;
@@ -785,8 +737,8 @@ private:
         std::string key;
         std::uint64_t next = 0;
         bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
-        std::map<std::uint64_t, std::uint32_t> held;  // sequence -> slot, or tombstone
-        std::size_t refs = 0;                         // held entries pointing here
+        held_map held;          // sequence -> slot, or tombstone
+        std::size_t refs = 0;   // held entries pointing here
         std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
         // Given-up sequences not delivered since, as disjoint ranges in increasing order, all
@@ -802,7 +754,11 @@ private:
 
     struct partition_state {
         std::int64_t next_offset = -1;
-        detail::held_offsets held;
+        // Its held events that have an offset, in push order (offset order when the caller keeps
+        // push()'s contract), linked through entry::part_prev/part_next: the first one's offset
+        // is the lowest held. O(1) to add and remove, nothing kept for a released event.
+        std::uint32_t held_first = no_slot;
+        std::uint32_t held_last = no_slot;
         std::set<std::int64_t> rereads;  // offsets held at the restored checkpoint
     };
 
@@ -819,7 +775,7 @@ private:
 
     class reentry_guard {
     public:
-        explicit reentry_guard(resequencer& r) : m_r(r), m_unwinding(std::uncaught_exceptions()) {
+        explicit reentry_guard(resequencer& r) : m_r(r) {
             if (m_r.m_busy) detail::reentered();
             m_r.m_busy = true;
         }
@@ -829,14 +785,16 @@ private:
             m_r.m_busy = false;
             m_r.m_book.scanning = nullptr;  // in case a sink threw mid-scan
             m_r.m_book.protect = nullptr;
-            // A sink threw: a scan or a cascade may have stopped half-way, with events ready
-            // to go still held. The next call looks again.
-            if (std::uncaught_exceptions() > m_unwinding) m_r.m_book.interrupted = true;
+            // A sink (or an Event's move) threw: a scan or a cascade may have stopped half-way,
+            // with events ready to go still held. The next call looks again.
+            if (m_r.m_book.in_user_code) {
+                m_r.m_book.in_user_code = false;
+                m_r.m_book.interrupted = true;
+            }
         }
 
     private:
         resequencer& m_r;
-        int m_unwinding;
     };
 
     // After a call that a sink's exception cut short: every fifo is scanned again, so what was
@@ -844,10 +802,8 @@ private:
     void resume_after_exception() {
         if (!m_book.interrupted) return;
         m_book.interrupted = false;
-        for (const auto& [hash, chain] : m_fifos) {
-            for (fifo* q = chain; q != nullptr; q = q->chain) {
-                if (q->size() != 0) mark_dirty(*q);
-            }
+        for (const auto& q : m_fifo_store) {
+            if (q->size() != 0) mark_dirty(*q);
         }
         cascade();
     }
@@ -861,7 +817,8 @@ private:
         bool reread = false;
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
-        std::map<std::uint64_t, std::uint32_t>::iterator where{};  // insertion hint in held
+        partition_state* part = nullptr;  // the event's partition, if its offset was seen before
+        typename held_map::iterator where{};  // insertion hint in held
     };
 
     template <class E>
@@ -874,7 +831,7 @@ private:
                 "is the partition's next offset), got 9223372036854775807");
         }
         resume_after_exception();
-        const std::uint64_t key_hash = fifo_hash(key, source.partition);
+        lazy_hash key_hash{key, source.partition};
         std::size_t bytes = 0;
         bool sized = false;
         bool must_go = false;  // what the buffer must release first waits for this very event
@@ -886,7 +843,7 @@ private:
                 if (p.reread) {
                     // Held at the checkpoint, yet a duplicate by its stamp (another copy came
                     // first): re-read all the same, or committable_offset would stay on it.
-                    note_offset(source, true);
+                    note_offset(source, true, p.part);
                     if (p.episode != nullptr) {
                         unpin_one(*p.episode, true);
                         idle_if_unused(*p.episode);
@@ -908,7 +865,7 @@ private:
                 const std::size_t room =
                     m_config.max_bytes - std::min(m_book.bytes, m_config.max_bytes);
                 if (m_book.events < m_config.max_events && bytes <= room) {
-                    accept_and_hold(key, key_hash, st, event, source, time, p, bytes);
+                    accept_and_hold(key, key_hash.get(), st, event, source, time, p, bytes);
                     forget_idle_episodes();
                     return push_result::accepted;
                 }
@@ -948,7 +905,7 @@ private:
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
             for (std::size_t i = q.head; i < q.items.size(); ++i) {
-                const entry& y = *m_slots[q.items[i]];
+                const entry& y = at(q.items[i]);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
                     force(q.items[i], y.serial, gap_reason::full);
                     return;
@@ -959,7 +916,7 @@ private:
             for (const auto& [seq, slot] : p.episode->held) {
                 if (seq >= st.sequence) break;
                 if (slot == tombstone) continue;
-                force(slot, m_slots[slot]->serial, gap_reason::full);
+                force(slot, at(slot).serial, gap_reason::full);
                 return;
             }
         }
@@ -975,17 +932,14 @@ private:
 
     [[nodiscard]] auto find_fifo(std::string_view key, std::uint64_t h,
                                  std::uint32_t partition) const -> fifo* {
-        const auto it = m_fifos.find(h);
-        if (it == m_fifos.end()) return nullptr;
-        for (fifo* q = it->second; q != nullptr; q = q->chain) {
-            if (q->partition == partition && q->key == key) return q;
-        }
-        return nullptr;
+        return m_fifos.find(
+            h, [&](const fifo& q) { return q.partition == partition && q.key == key; });
     }
 
     [[nodiscard]] auto find_episode(const stamp& st) -> episode_state* {
-        const auto it = m_episodes.find(detail::episode_key{st.producer, st.lane, st.episode});
-        return it == m_episodes.end() ? nullptr : &it->second;
+        const detail::episode_key id{st.producer, st.lane, st.episode};
+        return m_episode_index.find(detail::episode_key_hash{}(id),
+                                    [&](const episode_state& ep) { return ep.id == id; });
     }
 
     // The given-up range holding `seq`, or given_up.end(). O(log ranges).
@@ -1043,18 +997,18 @@ private:
         if (q.size() == 0) return false;
         if (!st || q.unstamped != 0) return true;
         for (std::size_t i = q.head; i < q.items.size(); ++i) {
-            if (blocks_stamp(m_slots[q.items[i]]->st, st)) return true;
+            if (blocks_stamp(at(q.items[i]).st, st)) return true;
         }
         return false;
     }
 
-    [[nodiscard]] auto classify(std::string_view key, std::uint64_t h, const stamp& st,
+    [[nodiscard]] auto classify(std::string_view key, lazy_hash& h, const stamp& st,
                                 const origin& source) -> plan {
         plan p;
         if (source.offset >= 0) {
-            const auto it = m_partitions.find(source.partition);
-            if (it != m_partitions.end() && source.offset < it->second.next_offset) {
-                if (it->second.rereads.count(source.offset) == 0) {
+            p.part = find_partition(source.partition);
+            if (p.part != nullptr && source.offset < p.part->next_offset) {
+                if (p.part->rereads.count(source.offset) == 0) {
                     p.what = verdict::duplicate;
                     return p;
                 }
@@ -1087,18 +1041,45 @@ private:
                 seq_ready = st.sequence == 0;
             }
         }
-        p.queue = find_fifo(key, h, source.partition);
+        p.queue = m_fifos.size() == 0 ? nullptr : find_fifo(key, h.get(), source.partition);
         const bool blocked = p.queue != nullptr && fifo_blocks(*p.queue, st);
         p.what = (seq_ready && !blocked) ? verdict::deliver : verdict::hold;
         return p;
     }
 
-    void note_offset(const origin& source, bool reread) {
-        if (source.offset < 0) return;
-        partition_state& ps = m_partitions[source.partition];
+    /// Partitions below it are found through a vector (m_partition_index) rather than a hash.
+    static constexpr std::uint32_t direct_partitions = 4096;
+
+    [[nodiscard]] auto find_partition(std::uint32_t id) -> partition_state* {
+        if (id < direct_partitions) {
+            return id < m_partition_index.size() ? m_partition_index[id] : nullptr;
+        }
+        const auto it = m_partitions.find(id);
+        return it == m_partitions.end() ? nullptr : &it->second;
+    }
+
+    // The state of partition `id`, made if it is new (every insertion goes through here, so that
+    // m_partition_index lists every partition below direct_partitions).
+    auto partition_of(std::uint32_t id) -> partition_state& {
+        if (partition_state* known = find_partition(id)) return *known;
+        if (id < direct_partitions && id >= m_partition_index.size()) {
+            m_partition_index.resize(std::size_t{id} + 1, nullptr);
+        }
+        partition_state& ps = m_partitions[id];
+        if (id < direct_partitions) m_partition_index[id] = &ps;
+        return ps;
+    }
+
+    // Notes an accepted offset; returns its partition's state (`known` if classify() found it),
+    // or null for an event without an offset.
+    auto note_offset(const origin& source, bool reread, partition_state* known)
+        -> partition_state* {
+        if (source.offset < 0) return nullptr;
+        partition_state& ps = known != nullptr ? *known : partition_of(source.partition);
         if (reread && ps.rereads.erase(source.offset) != 0 && --m_book.rereads_left == 0)
             unpin_all();
         if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
+        return &ps;
     }
 
     // A re-read event of an episode that held events at the restored checkpoint.
@@ -1123,13 +1104,22 @@ private:
         if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
     }
 
+    // The episode `id`, made if it is not remembered (its held map drawing on the node pool).
+    auto new_episode(const detail::episode_key& id) -> episode_state& {
+        const auto [it, made] = m_episodes.try_emplace(id);
+        if (made) {
+            it->second.id = id;
+            it->second.held = held_map(typename held_map::allocator_type(m_pool));
+            m_episode_index.insert(detail::episode_key_hash{}(id), &it->second);
+        }
+        return it->second;
+    }
+
     auto episode_for(const stamp& st, std::string_view key, time_type time, episode_state* known)
         -> episode_state& {
         episode_state* ep = known;
         if (ep == nullptr) {
-            const detail::episode_key id{st.producer, st.lane, st.episode};
-            ep = &m_episodes[id];
-            ep->id = id;
+            ep = &new_episode(detail::episode_key{st.producer, st.lane, st.episode});
             ep->key.assign(key.data(), key.size());
         }
         if (time > ep->last_time) ep->last_time = time;
@@ -1197,7 +1187,7 @@ private:
                         p.late ? delivery_order::late : delivery_order::in_order,
                         p.unknown};
         ++m_stats.pushed;
-        note_offset(source, p.reread);
+        note_offset(source, p.reread, p.part);
         episode_state* ep = nullptr;
         if (st) {
             ep = &episode_for(st, key, time, p.episode);
@@ -1218,7 +1208,7 @@ private:
     void accept_and_hold(std::string_view key, std::uint64_t h, const stamp& st, E& event,
                          const origin& source, time_type time, const plan& p, std::size_t bytes) {
         const std::uint32_t slot = allocate_slot();
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
 #if KEYROUTE_HAS_EXCEPTIONS
         try {
             e.event.emplace(std::forward<E>(event));  // first: if it throws, nothing has changed
@@ -1231,7 +1221,7 @@ private:
 #endif
         ++m_stats.pushed;
         ++m_stats.held;
-        note_offset(source, p.reread);
+        e.part = note_offset(source, p.reread, p.part);
         e.st = st;
         e.source = source;
         e.time = time;
@@ -1251,9 +1241,7 @@ private:
             q->key.assign(key.data(), key.size());
             q->partition = source.partition;
             q->hash = h;
-            fifo*& chain = m_fifos[h];
-            q->chain = chain;
-            chain = q;
+            m_fifos.insert(h, q);
         }
         e.queue = q;
         q->items.push_back(slot);
@@ -1271,15 +1259,40 @@ private:
             if (ep.refs++ == 0) idle_unlink(ep);
             unpin_one(ep, p.reread);
         }
-        if (source.offset >= 0) {
-            partition_state& ps = m_partitions[source.partition];
-            ps.held.add(source.offset);
-        }
+        if (e.part != nullptr) link_held_offset(*e.part, slot);
         m_book.events += 1;
         m_book.bytes += bytes;
         m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
         std::push_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
         compact_deadlines();
+    }
+
+    void link_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
+        entry& e = at(slot);
+        e.part_prev = ps.held_last;
+        e.part_next = no_slot;
+        if (ps.held_last != no_slot) at(ps.held_last).part_next = slot;
+        else ps.held_first = slot;
+        ps.held_last = slot;
+    }
+
+    void unlink_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
+        entry& e = at(slot);
+        if (e.part_prev != no_slot) at(e.part_prev).part_next = e.part_next;
+        else ps.held_first = e.part_next;
+        if (e.part_next != no_slot) at(e.part_next).part_prev = e.part_prev;
+        else ps.held_last = e.part_prev;
+        e.part_prev = e.part_next = no_slot;
+    }
+
+    static constexpr std::uint32_t slab_bits = 8;
+    static constexpr std::uint32_t slab_mask = (std::uint32_t{1} << slab_bits) - 1;
+
+    [[nodiscard]] auto at(std::uint32_t slot) noexcept -> entry& {
+        return m_slab[slot >> slab_bits][slot & slab_mask];
+    }
+    [[nodiscard]] auto at(std::uint32_t slot) const noexcept -> const entry& {
+        return m_slab[slot >> slab_bits][slot & slab_mask];
     }
 
     [[nodiscard]] auto allocate_slot() -> std::uint32_t {
@@ -1288,12 +1301,14 @@ private:
             m_free.pop_back();
             return s;
         }
-        m_slots.push_back(std::make_unique<entry>());
-        return static_cast<std::uint32_t>(m_slots.size() - 1);
+        if ((m_book.slots & slab_mask) == 0) {
+            m_slab.push_back(std::make_unique<entry[]>(std::size_t{slab_mask} + 1));
+        }
+        return m_book.slots++;
     }
 
     [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept -> bool {
-        return slot < m_slots.size() && m_slots[slot]->serial == serial;
+        return slot < m_book.slots && at(slot).serial == serial;
     }
 
     // Lazy deletion leaves stale deadlines; rebuild when they outnumber the live ones.
@@ -1357,7 +1372,7 @@ private:
     void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
         skip_delivered_ahead(ep);
         if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
-        const entry& nxt = *m_slots[ep.held.begin()->second];
+        const entry& nxt = at(ep.held.begin()->second);
         // A forward scan of the same fifo reaches events pushed after the one it released.
         if (scanning_serial != 0 && nxt.queue == m_book.scanning && nxt.serial > scanning_serial)
             return;
@@ -1416,7 +1431,9 @@ private:
         r.last_missing = last;
         r.key = ep.key;
         r.reason = why;
+        m_book.in_user_code = true;
         m_on_gap(r);
+        m_book.in_user_code = false;
     }
 
     [[nodiscard]] auto seq_ready(const entry& e) const noexcept -> bool {
@@ -1435,7 +1452,7 @@ private:
         std::size_t i = q.head;
         while (i < q.items.size()) {
             const std::uint32_t slot = q.items[i];
-            const entry& e = *m_slots[slot];
+            const entry& e = at(slot);
             bool blocked = seen_any && !e.st;
             if (!blocked && e.st) {
                 // blocks_stamp by any stamp skipped before it, from their lanes (until 0.2.13 a
@@ -1470,12 +1487,7 @@ private:
         for (fifo* q : m_emptied) {
             q->emptied = false;
             if (q->size() != 0) continue;
-            const auto it = m_fifos.find(q->hash);
-            fifo** link = &it->second;
-            while (*link != q) link = &(*link)->chain;
-            *link = q->chain;
-            if (it->second == nullptr) m_fifos.erase(it);
-            q->chain = nullptr;
+            m_fifos.erase(q->hash, q);
             q->items.clear();
             q->head = 0;
             q->unstamped = 0;
@@ -1493,7 +1505,7 @@ private:
 
     // Removes the event at items[pos] of its fifo from every index and delivers it.
     void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
         fifo& q = *e.queue;
         // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
         const delivery_order final_order =
@@ -1501,8 +1513,10 @@ private:
         // First, and the event's only move: an Event whose move throws stays held, with its
         // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
         // the bookkeeping, and a throw there lost it).
+        m_book.in_user_code = true;
         delivery_type d{
             Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
+        m_book.in_user_code = false;
         if (pos == q.head) {
             ++q.head;
             if (q.head == q.items.size()) {
@@ -1536,16 +1550,14 @@ private:
             --ep.refs;
             idle_if_unused(ep);
         }
-        if (e.source.offset >= 0) {
-            partition_state& ps = m_partitions[e.source.partition];
-            ps.held.remove(e.source.offset);
-        }
+        if (e.part != nullptr) unlink_held_offset(*e.part, slot);
         m_book.events -= 1;
         m_book.bytes -= e.bytes;
         e.event.reset();
         e.serial = 0;
         e.queue = nullptr;
         e.episode = nullptr;
+        e.part = nullptr;
         e.late = e.unknown = false;
         m_free.push_back(slot);
         deliver(std::move(d));
@@ -1556,13 +1568,15 @@ private:
         if (d.possibly_duplicate) ++m_stats.possible_duplicates;
         if (d.order == delivery_order::late) ++m_stats.late;
         if (d.order == delivery_order::out_of_order) ++m_stats.out_of_order;
+        m_book.in_user_code = true;
         m_on_delivery(std::move(d));
+        m_book.in_user_code = false;
     }
 
     // The first held event that `slot` waits for, or no_slot. Gives up missing sequences of its
     // episode below it first: whoever forces an event forces its whole wait chain.
     [[nodiscard]] auto blocker(std::uint32_t slot, gap_reason why) -> std::uint32_t {
-        entry& e = *m_slots[slot];
+        entry& e = at(slot);
         if (e.episode != nullptr && !e.late) {
             give_up_below(*e.episode, e.st.sequence, why);
             if (e.episode->next < e.st.sequence) {
@@ -1573,7 +1587,7 @@ private:
         }
         const fifo& q = *e.queue;
         for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
-            const entry& y = *m_slots[q.items[i]];
+            const entry& y = at(q.items[i]);
             if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return q.items[i];
         }
         return no_slot;
@@ -1585,15 +1599,15 @@ private:
             const std::uint64_t walk = ++m_walk;
             std::uint32_t y = slot;
             for (;;) {
-                m_slots[y]->visit = walk;
+                at(y).visit = walk;
                 const std::uint32_t b = blocker(y, why);
                 if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
-                    release(y, position_in(*m_slots[y]->queue, y), delivery_order::in_order);
+                    release(y, position_in(*at(y).queue, y), delivery_order::in_order);
                     break;
                 }
-                if (m_slots[b]->visit == walk) {
-                    release(y, position_in(*m_slots[y]->queue, y), delivery_order::out_of_order);
+                if (at(b).visit == walk) {
+                    release(y, position_in(*at(y).queue, y), delivery_order::out_of_order);
                     break;
                 }
                 y = b;
@@ -1632,6 +1646,7 @@ private:
             episode_state& ep = *m_book.idle_head;
             idle_unlink(ep);
             ++m_stats.forgotten_episodes;
+            m_episode_index.erase(detail::episode_key_hash{}(ep.id), &ep);
             m_episodes.erase(ep.id);
         }
     }
@@ -1641,14 +1656,20 @@ private:
     gap_sink m_on_gap;
     EventSize m_event_size;
 
-    std::vector<std::unique_ptr<entry>> m_slots;
+    // Declared before the containers drawing on it (each keeps it alive anyway).
+    std::shared_ptr<detail::node_pool> m_pool = std::make_shared<detail::node_pool>();
+    // Held events, in chunks of 2^slab_bits entries (at()): an entry never moves, and its slot
+    // number finds it without a pointer of its own. Slots below m_book.slots exist.
+    std::vector<std::unique_ptr<entry[]>> m_slab;
     std::vector<std::uint32_t> m_free;
-    std::unordered_map<std::uint64_t, fifo*> m_fifos;  // hash of (key, partition) -> chain
-    std::vector<std::unique_ptr<fifo>> m_fifo_store;   // every fifo ever made (<= peak held)
+    detail::hashed_index<fifo> m_fifos;  // hash of (key, partition) -> its fifo, if it holds events
+    std::vector<std::unique_ptr<fifo>> m_fifo_store;  // every fifo ever made (<= peak held)
     std::vector<fifo*> m_spare_fifos;
     std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
+    detail::hashed_index<episode_state> m_episode_index;  // looks m_episodes' nodes up
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
-    std::vector<deadline_item> m_deadlines;  // min-heap on (deadline, serial)
+    std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
+    std::vector<deadline_item> m_deadlines;           // min-heap on (deadline, serial)
 
     std::vector<fifo*> m_dirty;
     std::vector<fifo*> m_emptied;
@@ -1661,6 +1682,7 @@ private:
     struct bookkeeping {
         fifo* scanning = nullptr;
         bool interrupted = false;      // a sink threw: see resume_after_exception
+        bool in_user_code = false;     // inside a sink or an Event's move (reentry_guard)
         std::size_t rereads_left = 0;  // offsets held at the restored checkpoint, not re-read
         // While push() makes room: the episode and sequence of the event being pushed, which
         // give_up_below() leaves alone, and whether it had to.
@@ -1670,6 +1692,7 @@ private:
         episode_state* idle_head = nullptr;
         episode_state* idle_tail = nullptr;
         std::size_t idle_count = 0;
+        std::uint32_t slots = 0;  // entries made in m_slab
         std::size_t events = 0;
         std::size_t bytes = 0;
 
@@ -1696,11 +1719,12 @@ private:
 
     // Each member type but EventSize and the scalars: the standard does not promise them all.
     static_assert(
-        detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slots),
-                                  decltype(m_free), decltype(m_fifos), decltype(m_fifo_store),
-                                  decltype(m_spare_fifos), decltype(m_episodes),
-                                  decltype(m_partitions), decltype(m_deadlines), decltype(m_seen),
-                                  decltype(m_seen_index), time_type, resequencer_stats>,
+        detail::nothrow_movable_v<
+            resequencer_config, delivery_sink, gap_sink, decltype(m_slab), decltype(m_free),
+            decltype(m_fifos), decltype(m_fifo_store), decltype(m_spare_fifos),
+            decltype(m_episodes), decltype(m_episode_index), decltype(m_partitions),
+            decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
+            decltype(m_seen_index), time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
 
