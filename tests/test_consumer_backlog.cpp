@@ -91,7 +91,9 @@ TEST_CASE("a partition lagging by a large backlog: paused peers, nothing given u
     REQUIRE(consumer.partitions() == partitions);
     const auto started = std::chrono::steady_clock::now();
     while (!consumer.at_end()) {
-        REQUIRE(std::chrono::steady_clock::now() - started < std::chrono::seconds(120));
+        if (std::chrono::steady_clock::now() - started > std::chrono::seconds(60)) {
+            FAIL("not at the end after 60 s: " << consumer.stats().read << " read");
+        }
         consumer.poll(std::chrono::milliseconds(50));
         if (consumer.held_events() > config.reseq.max_events) ++held_above_max;
     }
