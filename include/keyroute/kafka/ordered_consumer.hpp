@@ -344,6 +344,7 @@ private:
         set("enable.partition.eof", "true");
         set("enable.auto.commit", "false");
         set("enable.auto.offset.store", "false");
+        set("allow.auto.create.topics", "false");  // a misspelt topic is an error, not a new one
         std::size_t size = 0;
         if (rd_kafka_conf_get(conf, "group.id", nullptr, &size) != RD_KAFKA_CONF_OK || size <= 1) {
             set("group.id", ("keyroute-ordered-" + m_config.topic).c_str());
