@@ -112,6 +112,11 @@ struct ordered_consumer_config {
     /// How far (message timestamps) a partition may run ahead of the oldest one being read
     /// before it is paused under pressure. >= 0.
     std::chrono::milliseconds max_drift{0};
+    /// librdkafka's fetch.wait.max.ms, set on the conf unless 0. A partition resumed after a
+    /// pause is fetched only once its broker answers the fetch in flight, which waits up to
+    /// this long when the other partitions have nothing new: librdkafka's 500 ms would make
+    /// each pause cost half a second.
+    std::chrono::milliseconds fetch_wait{20};
 };
 
 /// Counters since construction.
@@ -320,6 +325,7 @@ private:
             fail("pause_fraction must be in (0, 1], got " + std::to_string(c.pause_fraction));
         }
         if (c.max_drift.count() < 0) fail("max_drift must be >= 0");
+        if (c.fetch_wait.count() < 0) fail("fetch_wait must be >= 0");
         return c;
     }
 
@@ -345,6 +351,9 @@ private:
         set("enable.auto.commit", "false");
         set("enable.auto.offset.store", "false");
         set("allow.auto.create.topics", "false");  // a misspelt topic is an error, not a new one
+        if (m_config.fetch_wait.count() > 0) {
+            set("fetch.wait.max.ms", std::to_string(m_config.fetch_wait.count()).c_str());
+        }
         std::size_t size = 0;
         if (rd_kafka_conf_get(conf, "group.id", nullptr, &size) != RD_KAFKA_CONF_OK || size <= 1) {
             set("group.id", ("keyroute-ordered-" + m_config.topic).c_str());
