@@ -51,7 +51,8 @@ auto seconds_since(std::chrono::steady_clock::time_point t) -> double {
 auto plain(const std::string& brokers, const char* topic, int partitions, std::uint64_t events,
            const std::string& group) -> double {
     char errstr[512];
-    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf_for(brokers, group), errstr, sizeof errstr);
+    rd_kafka_t* rk =
+        rd_kafka_new(RD_KAFKA_CONSUMER, conf_for(brokers, group), errstr, sizeof errstr);
     if (rk == nullptr) return -1;
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
@@ -142,7 +143,8 @@ int main(int argc, char** argv) {
     rd_kafka_conf_t* owner_conf = rd_kafka_conf_new();
     rd_kafka_conf_set(owner_conf, "log_level", "3", errstr, sizeof errstr);
     rd_kafka_t* owner = rd_kafka_new(RD_KAFKA_PRODUCER, owner_conf, errstr, sizeof errstr);
-    rd_kafka_mock_cluster_t* mock = owner != nullptr ? rd_kafka_mock_cluster_new(owner, 3) : nullptr;
+    rd_kafka_mock_cluster_t* mock =
+        owner != nullptr ? rd_kafka_mock_cluster_new(owner, 3) : nullptr;
     if (mock == nullptr || rd_kafka_mock_topic_create(mock, topic, partitions, 3) != 0) {
         std::fprintf(stderr, "cannot start the mock cluster\n");
         return 1;
@@ -177,7 +179,8 @@ int main(int argc, char** argv) {
     std::vector<double> plain_rates;
     std::vector<double> ordered_rates;
     for (int r = 0; r < rounds; ++r) {
-        plain_rates.push_back(plain(brokers, topic, partitions, events, "plain-" + std::to_string(r)));
+        plain_rates.push_back(
+            plain(brokers, topic, partitions, events, "plain-" + std::to_string(r)));
         ordered_rates.push_back(ordered(brokers, topic, events, "ordered-" + std::to_string(r)));
         std::printf("round %d: plain loop %.0f events/s, ordered_consumer %.0f events/s\n", r,
                     plain_rates.back(), ordered_rates.back());
@@ -188,9 +191,10 @@ int main(int argc, char** argv) {
     }
     const double p = median(plain_rates);
     const double o = median(ordered_rates);
-    std::printf("%llu events, %d partitions, medians of %d rounds: plain %.0f/s, ordered %.0f/s, "
-                "ratio %.2f\n",
-                static_cast<unsigned long long>(events), partitions, rounds, p, o, o / p);
+    std::printf(
+        "%llu events, %d partitions, medians of %d rounds: plain %.0f/s, ordered %.0f/s, "
+        "ratio %.2f\n",
+        static_cast<unsigned long long>(events), partitions, rounds, p, o, o / p);
     rd_kafka_mock_cluster_destroy(mock);
     rd_kafka_destroy(owner);
     return 0;

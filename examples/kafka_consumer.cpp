@@ -118,23 +118,23 @@ int main(int argc, char** argv) {
     try {
         keyroute::kafka::ordered_consumer consumer(conf, config, [&](const auto& m) {
             ++delivered[std::string(m.key)];  // the application's processing goes here
-            const long long id = std::stoll(std::string(m.value));   // check
+            const long long id = std::stoll(std::string(m.value));  // check
             const auto [it, fresh] = last_id.emplace(m.key, id);    // check
             in_order = in_order && (fresh || it->second < id);      // check
-            it->second = id;                                         // check
+            it->second = id;                                        // check
         });
         while (!consumer.at_end()) consumer.poll(std::chrono::milliseconds(100));
         consumer.close();
         const auto& st = consumer.stats();
-        std::printf("read %llu, delivered %llu (duplicates %llu, missing %llu, malformed stamps "
-                    "%llu, paused %llu times), %zu keys; user-42: %llu\n",
-                    static_cast<unsigned long long>(st.read),
-                    static_cast<unsigned long long>(st.delivered),
-                    static_cast<unsigned long long>(st.duplicates),
-                    static_cast<unsigned long long>(st.missing),
-                    static_cast<unsigned long long>(st.malformed_stamps),
-                    static_cast<unsigned long long>(st.pauses), delivered.size(),
-                    static_cast<unsigned long long>(delivered["user-42"]));
+        std::printf(
+            "read %llu, delivered %llu (duplicates %llu, missing %llu, malformed stamps "
+            "%llu, paused %llu times), %zu keys; user-42: %llu\n",
+            static_cast<unsigned long long>(st.read), static_cast<unsigned long long>(st.delivered),
+            static_cast<unsigned long long>(st.duplicates),
+            static_cast<unsigned long long>(st.missing),
+            static_cast<unsigned long long>(st.malformed_stamps),
+            static_cast<unsigned long long>(st.pauses), delivered.size(),
+            static_cast<unsigned long long>(delivered["user-42"]));
         const bool seeded_ok = st.read == seeded_events && st.delivered == seeded_events &&
                                st.missing == 0 && st.duplicates == 0 && in_order;
         if (mock != nullptr && !seeded_ok) return 1;

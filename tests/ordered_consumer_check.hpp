@@ -56,7 +56,8 @@ inline void drain(keyroute::kafka::ordered_consumer& c, std::chrono::seconds tim
 /// other values are ignored): an id missing or delivered twice, or a key's ids out of order.
 /// Empty when every event came exactly once and each key's events in production order (one
 /// producer lane routed them).
-inline auto order_problems(const std::vector<seen>& out, const stream& s) -> std::vector<std::string> {
+inline auto order_problems(const std::vector<seen>& out, const stream& s)
+    -> std::vector<std::string> {
     std::vector<std::string> problems;
     std::vector<int> times(s.keys.size(), 0);
     std::map<std::string, std::int64_t> last;

@@ -43,14 +43,15 @@ TEST_CASE("a partition lagging by a large backlog: paused peers, nothing given u
     cluster.create_topic(topic, partitions);
 
     const kt::stream s = kt::skewed_stream(20000, 5, 0.9, 500, 28);
-    const auto home = static_cast<std::int32_t>(
-        keyroute::kafka_partitioner(partitions).route(kt::hot_key));
+    const auto home =
+        static_cast<std::int32_t>(keyroute::kafka_partitioner(partitions).route(kt::hot_key));
     const std::size_t filler = lag_events();
     {
         kt::delivery_log log(filler);
         // Compressed: the mock cluster keeps at most 5 MB of batches per partition.
-        kt::handle rk =
-            kt::make_producer(cluster.bootstraps(), log, {{"compression.codec", "lz4"}, {"linger.ms", "100"}, {"batch.num.messages", "10000"}});
+        kt::handle rk = kt::make_producer(
+            cluster.bootstraps(), log,
+            {{"compression.codec", "lz4"}, {"linger.ms", "100"}, {"batch.num.messages", "10000"}});
         for (std::size_t i = 0; i < filler; ++i) {
             // Small and alike (one key, no value): 500,000 fit the mock's 5 MB per partition.
             while (keyroute::kafka::produce_to(rk.get(), topic.c_str(), home, keyroute::stamp{},

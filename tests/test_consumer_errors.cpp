@@ -85,17 +85,18 @@ TEST_CASE("ordered_consumer: clear errors for a missing topic and a changed part
     SECTION("settings out of range, an empty sink") {
         auto bad = config_for("events");
         bad.pause_fraction = 0;
-        CHECK_THROWS_AS(kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
-                                             bad, ignore),
-                        std::invalid_argument);
+        CHECK_THROWS_AS(
+            kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"), bad, ignore),
+            std::invalid_argument);
         bad = config_for("events");
         bad.reseq.max_events = 0;
-        CHECK_THROWS_AS(kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
-                                             bad, ignore),
-                        std::invalid_argument);
-        CHECK_THROWS_AS(kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
-                                             config_for("events"), kk::ordered_consumer::message_sink{}),
-                        std::invalid_argument);
+        CHECK_THROWS_AS(
+            kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"), bad, ignore),
+            std::invalid_argument);
+        CHECK_THROWS_AS(
+            kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
+                                 config_for("events"), kk::ordered_consumer::message_sink{}),
+            std::invalid_argument);
     }
 }
 
@@ -148,8 +149,7 @@ TEST_CASE("ordered_consumer: a malformed stamp is counted and delivered unstampe
     }
 }
 
-TEST_CASE("consumer checkpoints encode and decode exactly; bad bytes are rejected",
-          "[consumer]") {
+TEST_CASE("consumer checkpoints encode and decode exactly; bad bytes are rejected", "[consumer]") {
     kk::consumer_checkpoint cp;
     cp.topic = "a topic";
     cp.partitions = 3;

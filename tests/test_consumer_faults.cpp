@@ -19,9 +19,10 @@
 
 namespace kt = keyroute_test::kafka;
 
-TEST_CASE("a broker down and back, and a leader change, during consumption: nothing lost or "
-          "doubled",
-          "[kafka][consumer]") {
+TEST_CASE(
+    "a broker down and back, and a leader change, during consumption: nothing lost or "
+    "doubled",
+    "[kafka][consumer]") {
     constexpr int partitions = 16;
     const std::string topic = "faults";
     kt::mock_cluster cluster(3);
@@ -35,13 +36,12 @@ TEST_CASE("a broker down and back, and a leader change, during consumption: noth
     std::vector<kt::seen> out;
     keyroute::kafka::ordered_consumer consumer(
         // Small fetches: the topic is read in many of them, so the faults land mid-read.
-        kt::consumer_conf(cluster.bootstraps(), "faults",
-                          {{"max.partition.fetch.bytes", "2048"},
-                           {"queued.max.messages.kbytes", "64"}}),
-        config,
-        [&](const keyroute::kafka::ordered_message& m) {
-            out.push_back(kt::seen{std::string(m.key), std::string(m.value), m.partition,
-                                   m.offset, m.order, static_cast<bool>(m.stamp)});
+        kt::consumer_conf(
+            cluster.bootstraps(), "faults",
+            {{"max.partition.fetch.bytes", "2048"}, {"queued.max.messages.kbytes", "64"}}),
+        config, [&](const keyroute::kafka::ordered_message& m) {
+            out.push_back(kt::seen{std::string(m.key), std::string(m.value), m.partition, m.offset,
+                                   m.order, static_cast<bool>(m.stamp)});
             // Slow enough that the faults land while there is still much to read.
             if (out.size() % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         });
@@ -59,8 +59,8 @@ TEST_CASE("a broker down and back, and a leader change, during consumption: noth
             REQUIRE(rd_kafka_mock_broker_set_down(cluster.get(), 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
             down_since = std::chrono::steady_clock::now();
             at = phase::down;
-        } else if (at == phase::down &&
-                   std::chrono::steady_clock::now() - down_since > std::chrono::milliseconds(1000)) {
+        } else if (at == phase::down && std::chrono::steady_clock::now() - down_since >
+                                            std::chrono::milliseconds(1000)) {
             REQUIRE(rd_kafka_mock_broker_set_up(cluster.get(), 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
             at = phase::up;
         } else if (at == phase::up && share > 0.5) {

@@ -154,8 +154,8 @@ TEST_CASE("a consumer killed with SIGKILL and restarted delivers every event exa
     const double share = std::uniform_real_distribution<double>(0.1, 0.9)(rng);
     INFO("seed " << seed << ": killed at " << share << " of the output");
 
-    const fs::path dir = fs::temp_directory_path() /
-                         ("keyroute_consumer_restart_" + std::to_string(getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("keyroute_consumer_restart_" + std::to_string(getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path output = dir / "output";

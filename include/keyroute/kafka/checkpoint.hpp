@@ -28,8 +28,8 @@ namespace keyroute::kafka {
 
 /// A checkpoint of one ordered_consumer: store it atomically with the application's output.
 struct consumer_checkpoint {
-    std::string topic;            ///< the topic it was taken on
-    std::int32_t partitions = 0;  ///< the topic's partition count then
+    std::string topic;             ///< the topic it was taken on
+    std::int32_t partitions = 0;   ///< the topic's partition count then
     resequencer_checkpoint state;  ///< the resequencer's state (offsets to re-read from)
 };
 

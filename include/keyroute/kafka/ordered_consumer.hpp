@@ -57,8 +57,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace keyroute::kafka {
@@ -67,7 +67,7 @@ namespace keyroute::kafka {
 struct ordered_message {
     std::string_view key;
     std::string_view value;
-    keyroute::stamp stamp;    ///< false for an unstamped message (or a malformed stamp)
+    keyroute::stamp stamp;  ///< false for an unstamped message (or a malformed stamp)
     std::int32_t partition = 0;
     std::int64_t offset = 0;
     std::int64_t timestamp = -1;  ///< the message's timestamp (ms since the epoch), -1 if none
@@ -157,14 +157,15 @@ public:
     ///         std::runtime_error when the consumer cannot be created, the topic does not exist
     ///         (or its metadata does not come within metadata_timeout), or the checkpoint is of
     ///         another topic or partition count.
-    ordered_consumer(rd_kafka_conf_t* conf, ordered_consumer_config config,
-                     message_sink on_message, checkpoint_store* store = nullptr)
+    ordered_consumer(rd_kafka_conf_t* conf, ordered_consumer_config config, message_sink on_message,
+                     checkpoint_store* store = nullptr)
         : m_conf(conf),
           m_config(check(std::move(config), conf)),
           m_on_message(std::move(on_message)),
           m_store(store),
-          m_reseq(reseq_config(m_config.reseq), [this](delivery_type&& d) { deliver(d); },
-                  [this](const gap_report& g) { gap(g); }) {
+          m_reseq(
+              reseq_config(m_config.reseq), [this](delivery_type&& d) { deliver(d); },
+              [this](const gap_report& g) { gap(g); }) {
         if (!m_on_message) {
             keyroute::detail::invalid_argument("keyroute::kafka::ordered_consumer: empty sink");
         }
@@ -266,8 +267,8 @@ public:
     }
     /// Partitions paused now (ahead, or after a refused message).
     [[nodiscard]] auto paused() const -> std::size_t {
-        return static_cast<std::size_t>(std::count_if(m_parts.begin(), m_parts.end(),
-                                                      [](const part& p) { return p.paused; }));
+        return static_cast<std::size_t>(
+            std::count_if(m_parts.begin(), m_parts.end(), [](const part& p) { return p.paused; }));
     }
 
 private:
@@ -298,11 +299,11 @@ private:
 
     struct part {
         bool started = false;
-        bool at_end = false;         ///< an end-of-partition event since its last message
-        bool paused = false;         ///< paused in librdkafka (ahead, or after a refusal)
-        bool ahead = false;          ///< paused because it ran ahead
-        std::int64_t next = -1;      ///< one past the last offset pushed, -1 before the first
-        std::int64_t last_ts = -1;   ///< the last message's timestamp
+        bool at_end = false;        ///< an end-of-partition event since its last message
+        bool paused = false;        ///< paused in librdkafka (ahead, or after a refusal)
+        bool ahead = false;         ///< paused because it ran ahead
+        std::int64_t next = -1;     ///< one past the last offset pushed, -1 before the first
+        std::int64_t last_ts = -1;  ///< the last message's timestamp
         steady::time_point last_progress{};
     };
 
@@ -360,7 +361,7 @@ private:
         }
         rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
         if (rk == nullptr) fail(std::string("rd_kafka_new: ") + errstr);  // conf still ours
-        static_cast<void>(m_conf.release());  // rd_kafka_new took it
+        static_cast<void>(m_conf.release());                              // rd_kafka_new took it
         m_rk.reset(rk);
         rd_kafka_poll_set_consumer(rk);
     }
@@ -374,8 +375,8 @@ private:
         if (rkt == nullptr) fail("rd_kafka_topic_new failed");
         rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR__TIMED_OUT;
         for (;;) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - steady::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
             const rd_kafka_metadata_t* md = nullptr;
             const auto err = rd_kafka_metadata(
                 m_rk.get(), 0, rkt, &md, static_cast<int>(std::max<std::int64_t>(left.count(), 1)));
@@ -432,7 +433,8 @@ private:
         }
         const auto err = rd_kafka_assign(m_rk.get(), list);
         rd_kafka_topic_partition_list_destroy(list);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) fail(std::string("assign: ") + rd_kafka_err2str(err));
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            fail(std::string("assign: ") + rd_kafka_err2str(err));
     }
 
     void check_partition_count() {
@@ -476,7 +478,8 @@ private:
         if (rd_kafka_fatal_error(m_rk.get(), nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
             fail(std::string("fatal error: ") + rd_kafka_message_errstr(m.get()));
         }
-        if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+        if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+            err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
             err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) {
             fail(std::string("the topic or one of its partitions is gone: ") +
                  rd_kafka_message_errstr(m.get()));
@@ -496,17 +499,16 @@ private:
                 return true;
             }
         }
-        const std::string_view key = m.key != nullptr
-                                         ? std::string_view(static_cast<const char*>(m.key),
-                                                            m.key_len)
-                                         : std::string_view();
+        const std::string_view key =
+            m.key != nullptr ? std::string_view(static_cast<const char*>(m.key), m.key_len)
+                             : std::string_view();
         payload held{m.payload != nullptr ? std::string(static_cast<const char*>(m.payload), m.len)
                                           : std::string(),
                      rd_kafka_message_timestamp(&m, nullptr)};
         const auto ts = held.timestamp;
-        const auto r = m_reseq.push(key, st.value_or(keyroute::stamp{}), std::move(held),
-                                    origin{static_cast<std::uint32_t>(m.partition), offset},
-                                    clock());
+        const auto r =
+            m_reseq.push(key, st.value_or(keyroute::stamp{}), std::move(held),
+                         origin{static_cast<std::uint32_t>(m.partition), offset}, clock());
         if (r == push_result::refused) {
             ++m_stats.refused;
             return false;
@@ -525,9 +527,10 @@ private:
         if (p.at_end) return false;
         std::int64_t low = 0;
         std::int64_t high = 0;
-        if (p.next >= 0 && rd_kafka_get_watermark_offsets(m_rk.get(), m_config.topic.c_str(),
-                                                          static_cast<std::int32_t>(i), &low,
-                                                          &high) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        if (p.next >= 0 &&
+            rd_kafka_get_watermark_offsets(m_rk.get(), m_config.topic.c_str(),
+                                           static_cast<std::int32_t>(i), &low,
+                                           &high) == RD_KAFKA_RESP_ERR_NO_ERROR &&
             high >= 0 && p.next >= high) {
             return false;
         }
@@ -542,8 +545,8 @@ private:
     /// else can be read, and decides whether the watermark clock runs.
     void regulate() {
         const std::size_t held = m_reseq.held_events();
-        const auto high = static_cast<std::size_t>(
-            m_config.pause_fraction * static_cast<double>(m_config.reseq.max_events));
+        const auto high = static_cast<std::size_t>(m_config.pause_fraction *
+                                                   static_cast<double>(m_config.reseq.max_events));
         // The oldest position among the partitions being read (message timestamps).
         std::int64_t oldest = std::numeric_limits<std::int64_t>::max();
         bool lagging = false;  // a readable partition with more to read, not idle
@@ -628,8 +631,8 @@ private:
         if (d.order == delivery_order::late) ++m_stats.late;
         if (d.order == delivery_order::out_of_order) ++m_stats.out_of_order;
         m_on_message(ordered_message{d.key, d.event.value, d.stamp,
-                                     static_cast<std::int32_t>(d.source.partition),
-                                     d.source.offset, d.event.timestamp, d.order});
+                                     static_cast<std::int32_t>(d.source.partition), d.source.offset,
+                                     d.event.timestamp, d.order});
     }
 
     void gap(const gap_report& g) {
