@@ -20,9 +20,11 @@
 ///   max_events, partitions whose last message is more than `max_drift` newer (message
 ///   timestamp) than the oldest still being read are paused (rd_kafka_pause_partitions) while
 ///   the lagging ones are read, and resumed at half that level (Flink's watermark alignment).
-///   The resequencer runs with full_policy::refuse: a message it cannot hold stays with the
-///   consumer, its partition paused, and is pushed again at the next poll. Held events never
-///   exceed max_events.
+///   The resequencer runs with full_policy::refuse: a message it cannot hold is not taken; its
+///   partition is paused and sought back to it (what librdkafka fetched after it is dropped),
+///   and read again from it once the held events are below `pause_fraction` of max_events.
+///   Held events never exceed max_events. If every partition with more to read waits so, the
+///   clock runs, and max_delay gives up the oldest gaps: the only way forward then.
 /// - Commits: every `commit_interval`, the resequencer's checkpoint goes to the application's
 ///   checkpoint_store (if any) and then the committable offsets to the group
 ///   (rd_kafka_commit). A store that makes the sink's output durable atomically with the
@@ -151,7 +153,8 @@ public:
     /// Creates the consumer from `conf` (ownership taken, also on failure) and assigns it every
     /// partition of `config.topic`, from the store's checkpoint if it has one, else from the
     /// group's committed offsets (then auto.offset.reset). Sets enable.partition.eof=true,
-    /// enable.auto.commit=false, enable.auto.offset.store=false, and a group.id of
+    /// enable.auto.commit=false, enable.auto.offset.store=false, allow.auto.create.topics=false,
+    /// fetch.wait.max.ms (config.fetch_wait, unless 0), and a group.id of
     /// "keyroute-ordered-<topic>" when `conf` has none. `store`, if given, outlives the consumer.
     /// @throws std::invalid_argument for a config field out of range or an empty sink;
     ///         std::runtime_error when the consumer cannot be created, the topic does not exist
