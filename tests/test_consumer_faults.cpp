@@ -84,3 +84,53 @@ TEST_CASE(
     CHECK(problems.empty());
     consumer.close();
 }
+
+TEST_CASE(
+    "a partition that never answers does not stall the watermark; its events come late, "
+    "none lost",
+    "[kafka][consumer]") {
+    constexpr int partitions = 8;
+    const std::string topic = "idle";
+    kt::mock_cluster cluster(3);
+    cluster.create_topic(topic, partitions);
+    const kt::stream s = kt::skewed_stream(5000, 2, 0.9, 100, 5);
+    kt::router_type router(kt::router_config(partitions));
+    kt::produce_stream(cluster.bootstraps(), topic, router, s);
+    REQUIRE(rd_kafka_mock_broker_set_down(cluster.get(), 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+
+    keyroute::kafka::ordered_consumer_config config;
+    config.topic = topic;
+    config.idle_timeout = std::chrono::milliseconds(1000);
+    config.reseq.max_delay = std::chrono::milliseconds(500);
+    std::vector<kt::seen> out;
+    keyroute::kafka::ordered_consumer consumer(
+        kt::consumer_conf(cluster.bootstraps(), "idle"), config,
+        [&](const keyroute::kafka::ordered_message& m) {
+            out.push_back(kt::seen{std::string(m.key), std::string(m.value), m.partition, m.offset,
+                                   m.order, static_cast<bool>(m.stamp)});
+        });
+    const auto clock_start = consumer.clock();
+    // Broker 2's partitions never start: after idle_timeout the clock runs anyway, and what
+    // waits for their sequences is given up after max_delay.
+    const auto started = std::chrono::steady_clock::now();
+    while (consumer.stats().gaps == 0 || consumer.held_events() > 0) {
+        if (std::chrono::steady_clock::now() - started > std::chrono::seconds(20)) {
+            FAIL("the watermark stalled: " << consumer.held_events() << " held");
+        }
+        consumer.poll(std::chrono::milliseconds(20));
+    }
+    CHECK(consumer.clock() > clock_start + config.reseq.max_delay);
+    CHECK(consumer.stats().missing > 0);
+    CHECK_FALSE(consumer.at_end());
+
+    REQUIRE(rd_kafka_mock_broker_set_up(cluster.get(), 2) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    kt::drain(consumer, std::chrono::seconds(40));
+    CHECK(consumer.stats().late > 0);  // the given-up sequences, delivered when they came
+    std::vector<int> times(s.keys.size(), 0);
+    for (const auto& d : out) ++times[static_cast<std::size_t>(std::stoul(d.value))];
+    std::size_t wrong = 0;
+    for (const int t : times) wrong += t == 1 ? 0U : 1U;
+    CHECK(wrong == 0);
+    CHECK(out.size() == s.keys.size());
+    consumer.close();
+}
