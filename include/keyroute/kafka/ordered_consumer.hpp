@@ -49,9 +49,11 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -175,6 +177,7 @@ public:
         create();
         m_partitions = topic_partitions(m_config.metadata_timeout, true);
         m_parts = std::vector<part>(static_cast<std::size_t>(m_partitions));
+        m_blocked.assign(m_parts.size(), false);
         restore_and_assign();
         const auto now = std::chrono::steady_clock::now();
         m_last_tick = m_last_commit = m_last_metadata = now;
@@ -187,6 +190,7 @@ public:
     auto operator=(ordered_consumer&&) -> ordered_consumer& = delete;
     /// Closes the consumer without committing (as a crash would: call close() to commit).
     ~ordered_consumer() {
+        release_queues();
         if (m_rk && !m_closed) rd_kafka_consumer_close(m_rk.get());
     }
 
@@ -204,12 +208,21 @@ public:
         m_now = std::chrono::steady_clock::now();
         tick();
         if (m_now - m_last_metadata >= m_config.metadata_interval) check_partition_count();
-        int wait = static_cast<int>(timeout.count());
-        for (int k = 0; k < batch; ++k) {
-            rd_kafka_message_t* m = rd_kafka_consumer_poll(m_rk.get(), wait);
-            if (m == nullptr) break;
-            handle(message_ptr(m));
-            wait = 0;
+        const auto deadline = m_now + timeout;
+        for (;;) {
+            for (int k = 0; k < 100; ++k) {  // errors and events: the consumer queue
+                rd_kafka_message_t* m = rd_kafka_consumer_poll(m_rk.get(), 0);
+                if (m == nullptr) break;
+                handle(message_ptr(m));
+            }
+            if (merge() > 0 || steady::now() >= deadline) break;
+            // Nothing to read yet: wait a little on the consumer queue (errors wake it).
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+            rd_kafka_message_t* m = rd_kafka_consumer_poll(
+                m_rk.get(), static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 5)));
+            if (m != nullptr) handle(message_ptr(m));
+            m_now = steady::now();
         }
         m_now = std::chrono::steady_clock::now();
         tick();
@@ -223,7 +236,7 @@ public:
     [[nodiscard]] auto at_end() const -> bool {
         if (m_reseq.held_events() > 0) return false;
         for (std::size_t p = 0; p < m_parts.size(); ++p) {
-            if (behind(p)) return false;
+            if (!m_parts[p].local.empty() || behind(p)) return false;
         }
         return true;
     }
@@ -255,6 +268,7 @@ public:
     void close() {
         if (m_closed) return;
         commit(true);
+        release_queues();
         rd_kafka_consumer_close(m_rk.get());
         m_closed = true;
     }
@@ -300,7 +314,13 @@ private:
         void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
     };
 
+    struct queue_deleter {
+        void operator()(rd_kafka_queue_t* q) const noexcept { rd_kafka_queue_destroy(q); }
+    };
+
     struct part {
+        std::unique_ptr<rd_kafka_queue_t, queue_deleter> queue;  ///< its own, not forwarded
+        std::deque<message_ptr> local;  ///< taken from `queue`, not pushed yet (in order)
         bool started = false;
         bool at_end = false;        ///< an end-of-partition event since its last message
         bool paused = false;        ///< paused in librdkafka (ahead, or after a refusal)
@@ -310,7 +330,8 @@ private:
         steady::time_point last_progress{};
     };
 
-    static constexpr int batch = 1000;  ///< messages taken per poll() at most
+    static constexpr int batch = 1000;          ///< messages pushed per poll() at most
+    static constexpr std::size_t refill = 500;  ///< messages taken from a partition at once
 
     static auto check(ordered_consumer_config c, const rd_kafka_conf_t* conf)
         -> ordered_consumer_config {
@@ -438,6 +459,16 @@ private:
         rd_kafka_topic_partition_list_destroy(list);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
             fail(std::string("assign: ") + rd_kafka_err2str(err));
+        // Each partition's messages stay on its own queue: poll() merges them by timestamp, so
+        // that librdkafka's fetches running ahead on one broker do not run one partition far
+        // ahead of the others into the resequencer.
+        for (std::int32_t p = 0; p < m_partitions; ++p) {
+            rd_kafka_queue_t* q =
+                rd_kafka_queue_get_partition(m_rk.get(), m_config.topic.c_str(), p);
+            if (q == nullptr) fail("no queue for partition " + std::to_string(p));
+            rd_kafka_queue_forward(q, nullptr);
+            m_parts[static_cast<std::size_t>(p)].queue.reset(q);
+        }
     }
 
     void check_partition_count() {
@@ -462,20 +493,9 @@ private:
                 fail("a message of partition " + std::to_string(m->partition) + ", beyond the " +
                      std::to_string(m_partitions) + " assigned: the partition count changed");
             }
-            const std::int32_t i = m->partition;
-            part& p = m_parts[static_cast<std::size_t>(i)];
-            // A paused partition is read again from `next` when resumed: what still arrives
-            // from it (fetched before the pause) is dropped, not held.
-            if (p.paused && p.next >= 0) return;
-            p.started = true;
-            p.last_progress = m_now;
-            if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                if (p.next < 0 || m->offset >= p.next) p.at_end = true;
-                return;
-            }
-            p.at_end = false;
-            ++m_stats.read;
-            if (!push(p, *m)) pause(i, true);  // read again from this message once resumed
+            // A partition's own queue is not forwarded here; should librdkafka deliver one of
+            // its messages on the consumer queue anyway, it goes behind the others, in order.
+            m_parts[static_cast<std::size_t>(m->partition)].local.push_back(std::move(m));
             return;
         }
         if (rd_kafka_fatal_error(m_rk.get(), nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -488,6 +508,97 @@ private:
                  rd_kafka_message_errstr(m.get()));
         }
         ++m_stats.consume_errors;  // transport errors, a broker down: librdkafka retries
+    }
+
+    /// Takes what partition `i`'s queue has into its local run, if that is empty.
+    void fill(std::size_t i) {
+        part& p = m_parts[i];
+        if (!p.local.empty() || !p.queue) return;
+        std::array<rd_kafka_message_t*, refill> got{};
+        const auto n = rd_kafka_consume_batch_queue(p.queue.get(), 0, got.data(), got.size());
+        for (ssize_t k = 0; k < n; ++k) p.local.emplace_back(got[static_cast<std::size_t>(k)]);
+    }
+
+    /// Pushes the partitions' messages oldest timestamp first, a partition at a time while it
+    /// is not newer than the next one; a refused message stays first in its run (its
+    /// partition is skipped this turn). Returns the messages pushed.
+    auto merge() -> int {
+        int pushed = 0;
+        m_blocked.assign(m_parts.size(), false);
+        while (pushed < batch) {
+            std::size_t best = m_parts.size();
+            std::int64_t best_ts = 0;
+            std::int64_t second_ts = std::numeric_limits<std::int64_t>::max();
+            for (std::size_t i = 0; i < m_parts.size(); ++i) {
+                if (m_blocked[i]) continue;
+                fill(i);
+                part& p = m_parts[i];
+                while (!p.local.empty() && p.local.front()->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                    message_ptr m = std::move(p.local.front());
+                    p.local.pop_front();
+                    event(i, std::move(m));
+                    fill(i);
+                }
+                if (p.local.empty()) continue;
+                const std::int64_t ts = rd_kafka_message_timestamp(p.local.front().get(), nullptr);
+                if (best == m_parts.size() || ts < best_ts) {
+                    if (best != m_parts.size()) second_ts = std::min(second_ts, best_ts);
+                    best = i;
+                    best_ts = ts;
+                } else {
+                    second_ts = std::min(second_ts, ts);
+                }
+            }
+            if (best == m_parts.size()) break;
+            // A partition with more to read but nothing fetched yet may hold older messages:
+            // wait for it (its fetch is in flight) unless it is paused, refused or idle.
+            std::int64_t floor = std::numeric_limits<std::int64_t>::max();
+            for (std::size_t i = 0; i < m_parts.size(); ++i) {
+                const part& q = m_parts[i];
+                if (!q.local.empty() || q.paused || m_blocked[i] || idle(q) || !behind(i)) continue;
+                floor = std::min(floor, q.started ? q.last_ts : std::int64_t{-1});
+            }
+            if (floor != std::numeric_limits<std::int64_t>::max()) {
+                if (best_ts > floor + m_config.max_drift.count()) break;
+                second_ts = std::min(second_ts, floor + m_config.max_drift.count());
+            }
+            part& p = m_parts[best];
+            while (pushed < batch && !p.local.empty() &&
+                   p.local.front()->err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                   rd_kafka_message_timestamp(p.local.front().get(), nullptr) <= second_ts) {
+                if (!push(p, *p.local.front())) {
+                    m_blocked[best] = true;
+                    break;
+                }
+                p.local.pop_front();
+                p.started = true;
+                p.at_end = false;
+                p.last_progress = m_now;
+                ++m_stats.read;
+                ++pushed;
+                if (p.local.empty()) fill(best);
+            }
+        }
+        return pushed;
+    }
+
+    /// An end-of-partition event or an error from partition `i`'s own queue.
+    void event(std::size_t i, message_ptr m) {
+        part& p = m_parts[i];
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            p.started = true;
+            p.last_progress = m_now;
+            if (p.next < 0 || m->offset >= p.next) p.at_end = true;
+            return;
+        }
+        handle(std::move(m));
+    }
+
+    void release_queues() {
+        for (auto& p : m_parts) {
+            p.local.clear();
+            p.queue.reset();
+        }
     }
 
     /// Pushes one message; false if refused (the message is left intact).
@@ -526,7 +637,7 @@ private:
     /// Whether partition `i` has more to read now, as far as librdkafka knows.
     [[nodiscard]] auto behind(std::size_t i) const -> bool {
         const part& p = m_parts[i];
-        if (!p.started) return true;
+        if (!p.local.empty() || !p.started) return true;
         if (p.at_end) return false;
         std::int64_t low = 0;
         std::int64_t high = 0;
@@ -555,7 +666,7 @@ private:
         bool lagging = false;  // a readable partition with more to read, not idle
         for (std::size_t i = 0; i < m_parts.size(); ++i) {
             const part& p = m_parts[i];
-            if (p.paused || idle(p) || !behind(i)) continue;
+            if (p.paused || m_blocked[i] || idle(p) || !behind(i)) continue;
             lagging = true;
             oldest = std::min(oldest, p.started ? p.last_ts : std::int64_t{-1});
         }
@@ -574,7 +685,7 @@ private:
             if (!lagging) {  // the resumed ones may have more to read: decide again next turn
                 for (std::size_t i = 0; i < m_parts.size() && !lagging; ++i) {
                     const part& p = m_parts[i];
-                    lagging = !p.paused && !idle(p) && behind(i);
+                    lagging = !p.paused && !m_blocked[i] && !idle(p) && behind(i);
                 }
             }
         }
@@ -607,26 +718,17 @@ private:
         p.last_progress = m_now;
     }
 
-    /// Pauses or resumes `partition`, and (both ways, when something was pushed from it) seeks
-    /// it to `next`: librdkafka discards what it fetched before the seek, so nothing dropped
-    /// while paused is lost, and nothing fetched ahead piles up.
+    /// Pauses or resumes `partition` in librdkafka: it stops or starts fetching. What it
+    /// fetched before a pause is still read, and it resumes from where the application is.
     void toggle(std::int32_t partition, bool pause_it) {
-        const part& p = m_parts[static_cast<std::size_t>(partition)];
         rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(list, m_config.topic.c_str(), partition)->offset = p.next;
-        auto err = pause_it ? rd_kafka_pause_partitions(m_rk.get(), list)
-                            : rd_kafka_resume_partitions(m_rk.get(), list);
-        rd_kafka_error_t* seek_error = nullptr;
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && p.next >= 0) {
-            seek_error = rd_kafka_seek_partitions(m_rk.get(), list, 0 /* asynchronous */);
-        }
+        rd_kafka_topic_partition_list_add(list, m_config.topic.c_str(), partition);
+        const auto err = pause_it ? rd_kafka_pause_partitions(m_rk.get(), list)
+                                  : rd_kafka_resume_partitions(m_rk.get(), list);
         rd_kafka_topic_partition_list_destroy(list);
-        std::string what = err != RD_KAFKA_RESP_ERR_NO_ERROR ? rd_kafka_err2str(err) : "";
-        if (seek_error != nullptr) {
-            what = std::string("seek: ") + rd_kafka_error_string(seek_error);
-            rd_kafka_error_destroy(seek_error);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            fail(std::string(pause_it ? "pause: " : "resume: ") + rd_kafka_err2str(err));
         }
-        if (!what.empty()) fail(std::string(pause_it ? "pause: " : "resume: ") + what);
     }
 
     void deliver(delivery_type& d) {
@@ -655,6 +757,7 @@ private:
     reseq_type m_reseq;
     std::int32_t m_partitions = 0;
     std::vector<part> m_parts;
+    std::vector<bool> m_blocked;  // merge()'s partitions refused this turn
     std::chrono::milliseconds m_clock_origin{};
     steady::duration m_running{};
     bool m_frozen = true;
