@@ -16,15 +16,20 @@
 ///   (a broker that does not answer) is idle: it no longer holds the clock, as Flink's
 ///   withIdleness. So a sequence is given up (max_delay) only when every readable partition is
 ///   at its end or idle: when its partition truly has nothing more to give now.
+/// - Reading as a merge: each partition's messages stay on its own librdkafka queue
+///   (rd_kafka_queue_get_partition, not forwarded) and poll() takes them oldest message
+///   timestamp first, waiting for a partition that has more to read but nothing fetched yet
+///   (unless it is paused, refused or idle). librdkafka's broker threads fetch independently
+///   and far ahead, so reading the consumer queue as it fills runs some partitions far ahead
+///   of others and the resequencer holds tens of thousands of events; the merge holds few.
 /// - Backpressure instead of giving up: once the held events reach `pause_fraction` of
-///   max_events, partitions whose last message is more than `max_drift` newer (message
-///   timestamp) than the oldest still being read are paused (rd_kafka_pause_partitions) while
-///   the lagging ones are read, and resumed at half that level (Flink's watermark alignment).
-///   The resequencer runs with full_policy::refuse: a message it cannot hold is not taken; its
-///   partition is paused and sought back to it (what librdkafka fetched after it is dropped),
-///   and read again from it once the held events are below `pause_fraction` of max_events.
-///   Held events never exceed max_events. If every partition with more to read waits so, the
-///   clock runs, and max_delay gives up the oldest gaps: the only way forward then.
+///   max_events, partitions whose last message is more than `max_drift` newer than the oldest
+///   still being read are paused (rd_kafka_pause_partitions: librdkafka stops fetching them)
+///   while the lagging ones are read, and resumed at half that level (Flink's watermark
+///   alignment). The resequencer runs with full_policy::refuse: a message it cannot hold stays
+///   first in its partition's run and is pushed again next turn. Held events never exceed
+///   max_events. If every partition with more to read is refused so, the clock runs, and
+///   max_delay gives up the oldest gaps: the only way forward then.
 /// - Commits: every `commit_interval`, the resequencer's checkpoint goes to the application's
 ///   checkpoint_store (if any) and then the committable offsets to the group
 ///   (rd_kafka_commit). A store that makes the sink's output durable atomically with the
