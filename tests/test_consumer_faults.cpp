@@ -7,6 +7,7 @@
 #include "ordered_consumer_check.hpp"
 
 #include <keyroute/kafka/ordered_consumer.hpp>
+#include <keyroute/partitioner.hpp>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -93,6 +94,12 @@ TEST_CASE(
     const std::string topic = "idle";
     kt::mock_cluster cluster(3);
     cluster.create_topic(topic, partitions);
+    // Broker 2 leads the hot key's home partition, where its episodes start: what the other
+    // partitions hold of the key waits for sequences there.
+    const auto home =
+        static_cast<std::int32_t>(keyroute::kafka_partitioner(partitions).route(kt::hot_key));
+    REQUIRE(rd_kafka_mock_partition_set_leader(cluster.get(), topic.c_str(), home, 2) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
     const kt::stream s = kt::skewed_stream(5000, 2, 0.9, 100, 5);
     kt::router_type router(kt::router_config(partitions));
     kt::produce_stream(cluster.bootstraps(), topic, router, s);
