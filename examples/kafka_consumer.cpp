@@ -1,5 +1,5 @@
-// A Kafka consumer that reads keyroute's stamp headers and puts each key's events back in order
-// with a resequencer, committing only offsets that are safe to restart from.
+// A Kafka consumer that puts each key's events back in order with
+// keyroute::kafka::ordered_consumer (docs/ordering.md), and checks what it got.
 //
 //     kafka_consumer [bootstrap.servers [topic [group]]]
 //     kafka_consumer --slow-first-fetch
@@ -8,42 +8,29 @@
 // 127.0.0.1, a 16-partition topic), fills it with a skewed stream routed by the salting router,
 // and consumes that; with --slow-first-fetch, one broker answers its first fetch 6.5 s late,
 // more than max_delay (ctest runs it that way too). It stops once every partition is read to its
-// end (or, on a live topic, 3 s without new messages). Exit status 1 on a consume or commit error,
-// and with the mock cluster unless every seeded event was delivered once, in order, with nothing
-// given up.
+// end. Exit status 1 on an error, and with the mock cluster unless every seeded event was
+// delivered once, each key's events in order, with nothing given up.
 //
-// Three choices matter for order (docs/kafka.md, "Consuming spread keys"):
-// - It reads EVERY partition of the topic itself (rd_kafka_assign; the group only keeps the
-//   committed offsets): the salting router spreads a hot key over many partitions, and a
-//   resequencer can only put the key back in order if it reads all of them. A consumer group
-//   that splits the partitions between members (rd_kafka_subscribe) cannot. So: one such
-//   consumer per group id; partitions added to the topic later are read after a restart.
-// - Its watermark is processing time (the system clock, which a checkpoint's watermark stays
-//   meaningful against after a restart), not the messages' timestamps: producers set those, one
-//   skewed clock would move the watermark a day ahead for good, and while one partition's
-//   backlog is read, its newest timestamps would give up sequences still unread on the others.
-// - The watermark clock stands still until every partition has delivered a message or reached
-//   its end, for push() as well as advance_watermark(): a partition whose first fetch comes
-//   seconds after the others' (a busy machine, a slow broker) would otherwise find its sequences
-//   given up. After that, max_delay must cover the worst lag between partitions.
+// ordered_consumer does what a hand-written loop gets wrong: it reads every partition itself
+// (rd_kafka_assign), runs the watermark clock on processing time held still until every
+// partition has started and while one still has a backlog, pauses partitions that run ahead
+// instead of giving sequences up, and commits only offsets that are safe to restart from.
+#include <keyroute/kafka/ordered_consumer.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
-#include <keyroute/resequencer.hpp>
 #include <keyroute/salting_router.hpp>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <random>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <vector>
 
 namespace {
 
@@ -86,54 +73,6 @@ auto seed(const std::string& brokers, const char* topic, int partitions) -> bool
     return ok;
 }
 
-// Every partition of `topic` (its count from the cluster's metadata), from the group's committed
-// offsets (RD_KAFKA_OFFSET_INVALID: the committed one, else auto.offset.reset); nullptr when the
-// topic is not found.
-auto all_partitions(rd_kafka_t* rk, const char* topic) -> rd_kafka_topic_partition_list_t* {
-    std::int32_t n = -1;
-    for (int attempt = 0; attempt < 10 && n <= 0; ++attempt) {
-        if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        n = keyroute::kafka::partition_count(rk, topic, 2000);
-    }
-    if (n <= 0) return nullptr;
-    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(n);
-    for (std::int32_t p = 0; p < n; ++p)
-        rd_kafka_topic_partition_list_add(list, topic, p)->offset = RD_KAFKA_OFFSET_INVALID;
-    return list;
-}
-
-// Processing time in milliseconds since the epoch: the watermark clock's base.
-auto processing_time() -> std::chrono::milliseconds {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::system_clock::now().time_since_epoch());
-}
-
-// Commits, for every assigned partition, the offset the resequencer says is safe. False on an
-// error (printed).
-template <class Resequencer>
-auto commit_safe_offsets(rd_kafka_t* rk, const Resequencer& reseq) -> bool {
-    rd_kafka_topic_partition_list_t* assigned = nullptr;
-    if (rd_kafka_assignment(rk, &assigned) != RD_KAFKA_RESP_ERR_NO_ERROR) return false;
-    bool ok = true;
-    rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(assigned->cnt);
-    for (int i = 0; i < assigned->cnt; ++i) {
-        const auto& tp = assigned->elems[i];
-        if (const auto safe = reseq.committable_offset(static_cast<std::uint32_t>(tp.partition))) {
-            rd_kafka_topic_partition_list_add(offsets, tp.topic, tp.partition)->offset = *safe;
-        }
-    }
-    if (offsets->cnt > 0) {
-        const rd_kafka_resp_err_t err = rd_kafka_commit(rk, offsets, 0 /* synchronous */);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            std::fprintf(stderr, "commit: %s\n", rd_kafka_err2str(err));
-            ok = false;
-        }
-    }
-    rd_kafka_topic_partition_list_destroy(offsets);
-    rd_kafka_topic_partition_list_destroy(assigned);
-    return ok;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,147 +101,48 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    char errstr[256];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "group.id", group.c_str(), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", errstr, sizeof errstr);
 
-    rd_kafka_t* rk = make(RD_KAFKA_CONSUMER, {{"bootstrap.servers", brokers},
-                                              {"group.id", group},
-                                              {"auto.offset.reset", "earliest"},
-                                              {"enable.auto.commit", "false"},
-                                              {"enable.partition.eof", "true"}});
-    if (rk == nullptr) return 1;
-    rd_kafka_poll_set_consumer(rk);
-    rd_kafka_topic_partition_list_t* partitions = all_partitions(rk, topic);
-    if (partitions == nullptr) {
-        std::fprintf(stderr, "topic %s not found\n", topic);
-        rd_kafka_destroy(rk);
-        return 1;
-    }
-    const auto partition_count = static_cast<std::size_t>(partitions->cnt);
-    const rd_kafka_resp_err_t assigned = rd_kafka_assign(rk, partitions);
-    rd_kafka_topic_partition_list_destroy(partitions);
-    if (assigned != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        std::fprintf(stderr, "assign: %s\n", rd_kafka_err2str(assigned));
-        rd_kafka_destroy(rk);
-        return 1;
-    }
-
-    // Events are held at most 5 s of processing time waiting for a missing sequence.
-    std::map<std::string, std::uint64_t> delivered;
-    std::uint64_t malformed = 0;
-    keyroute::resequencer_config config;
-    config.max_delay = std::chrono::seconds(5);
-    keyroute::resequencer<std::string> reseq(
-        config,
-        [&](keyroute::delivery<std::string>&& d) {
-            // The application's processing goes here; events of one key arrive in order.
-            ++delivered[std::string(d.key)];
-        },
-        [](const keyroute::gap_report& g) {
-            std::fprintf(stderr, "gave up sequences %llu..%llu of key %.*s (%s)\n",
-                         static_cast<unsigned long long>(g.first_missing),
-                         static_cast<unsigned long long>(g.last_missing),
-                         static_cast<int>(g.key.size()), g.key.data(),
-                         keyroute::to_string(g.reason));
+    // The application, 10 lines (and 5 that check the seeded stream's order). Events are held
+    // at most 5 s (max_delay) waiting for a missing sequence once no partition has more to read.
+    std::map<std::string, std::uint64_t> delivered;  // per key
+    std::map<std::string, long long> last_id;        // check: seeded ids increase per key
+    bool in_order = true;                            // check
+    keyroute::kafka::ordered_consumer_config config;
+    config.topic = topic;
+    config.reseq.max_delay = std::chrono::seconds(5);
+    try {
+        keyroute::kafka::ordered_consumer consumer(conf, config, [&](const auto& m) {
+            ++delivered[std::string(m.key)];  // the application's processing goes here
+            const long long id = std::stoll(std::string(m.value));  // check
+            const auto [it, fresh] = last_id.emplace(m.key, id);    // check
+            in_order = in_order && (fresh || it->second < id);      // check
+            it->second = id;                                        // check
         });
-
-    std::uint64_t read = 0;
-    std::uint64_t refused = 0;
-    bool errors = false;
-    // Per partition: has it delivered a message or reached its end yet; is it at its end now.
-    std::vector<bool> started(partition_count, false);
-    std::vector<bool> at_end(partition_count, false);
-    std::size_t started_count = 0;
-    std::size_t at_end_count = 0;
-    // The watermark clock: processing time that stands still until every partition has started
-    // (a partition's first fetch can come seconds after the others'). An event read before then
-    // waits its max_delay from the moment the last partition starts, not from its own read:
-    // holding only advance_watermark() back would release it at that moment, before the last
-    // partition's backlog is read.
-    const auto clock_start = processing_time();
-    std::chrono::milliseconds clock_lag{0};  // how long the start took, once every one started
-    const auto watermark_clock = [&] {
-        return started_count == partition_count ? processing_time() - clock_lag : clock_start;
-    };
-    const auto mark = [&](std::int32_t partition, bool end) {
-        const auto p = static_cast<std::size_t>(partition);
-        if (p >= partition_count) return;
-        if (!started[p] && ++started_count == partition_count) {
-            clock_lag = std::max(processing_time() - clock_start, std::chrono::milliseconds{0});
-        }
-        started[p] = true;
-        if (at_end[p] != end) at_end_count = end ? at_end_count + 1 : at_end_count - 1;
-        at_end[p] = end;
-    };
-    const auto begin = std::chrono::steady_clock::now();
-    auto last_message = begin;
-    // Until every partition is at its end; on a live topic, until 3 s without messages once
-    // every partition has started (30 s at most for that). On the mock cluster, whose topic ends,
-    // until every partition is at its end (60 s at most): a busy machine can pause 3 s.
-    while (at_end_count < partition_count) {
-        const auto now = std::chrono::steady_clock::now();
-        const bool stop = mock == nullptr && started_count == partition_count
-                              ? now - last_message > std::chrono::seconds(3)
-                              : now - begin > std::chrono::seconds(mock == nullptr ? 30 : 60);
-        if (stop) {
-            if (started_count < partition_count) {
-                std::fprintf(stderr, "consume: %zu of %zu partitions never started\n",
-                             partition_count - started_count, partition_count);
-                errors = true;
-            } else if (mock != nullptr) {
-                std::fprintf(stderr, "consume: %zu of %zu partitions not read to their end\n",
-                             partition_count - at_end_count, partition_count);
-                errors = true;
-            }
-            break;
-        }
-        rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
-        if (m != nullptr && m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            last_message = std::chrono::steady_clock::now();
-            mark(m->partition, false);
-            keyroute::stamp_error error = keyroute::stamp_error::none;
-            const auto st = keyroute::kafka::try_read_stamp(m, &error);
-            if (error != keyroute::stamp_error::none) ++malformed;  // then treated as unstamped
-            const auto result =
-                reseq.push(std::string_view(static_cast<const char*>(m->key), m->key_len),
-                           st.value_or(keyroute::stamp{}),
-                           std::string(static_cast<const char*>(m->payload), m->len),
-                           keyroute::origin{static_cast<std::uint32_t>(m->partition), m->offset},
-                           watermark_clock());
-            // Refused only under overflow_policy::refuse (not this example's): the event stays
-            // with the caller, to retry once held events are released.
-            if (result == keyroute::push_result::refused) ++refused;
-            if (++read % 5000 == 0 && !commit_safe_offsets(rk, reseq)) errors = true;
-        } else if (m != nullptr && m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            mark(m->partition, true);
-        } else if (m != nullptr) {
-            std::fprintf(stderr, "consume: %s\n", rd_kafka_message_errstr(m));
-            errors = true;
-        }
-        if (m != nullptr) rd_kafka_message_destroy(m);
-        // Every turn, with or without a message, once every partition has started: held events
-        // leave on time while nothing comes.
-        if (started_count == partition_count) reseq.advance_watermark(watermark_clock());
+        while (!consumer.at_end()) consumer.poll(std::chrono::milliseconds(100));
+        consumer.close();
+        const auto& st = consumer.stats();
+        std::printf(
+            "read %llu, delivered %llu (duplicates %llu, missing %llu, malformed stamps "
+            "%llu, paused %llu times), %zu keys; user-42: %llu\n",
+            static_cast<unsigned long long>(st.read), static_cast<unsigned long long>(st.delivered),
+            static_cast<unsigned long long>(st.duplicates),
+            static_cast<unsigned long long>(st.missing),
+            static_cast<unsigned long long>(st.malformed_stamps),
+            static_cast<unsigned long long>(st.pauses), delivered.size(),
+            static_cast<unsigned long long>(delivered["user-42"]));
+        const bool seeded_ok = st.read == seeded_events && st.delivered == seeded_events &&
+                               st.missing == 0 && st.duplicates == 0 && in_order;
+        if (mock != nullptr && !seeded_ok) return 1;
+    } catch (const std::exception& e) {  // a missing topic, a changed partition count
+        std::fprintf(stderr, "consume: %s\n", e.what());
+        return 1;
     }
-    // Shutting down: process what is held, then commit everything read.
-    reseq.flush();
-    if (!commit_safe_offsets(rk, reseq)) errors = true;
-    rd_kafka_consumer_close(rk);
-    rd_kafka_destroy(rk);
-
-    const auto& stats = reseq.stats();
-    const auto hot = delivered.find("user-42");
-    std::printf(
-        "read %llu, delivered %llu (held on the way: %llu, duplicates %llu, "
-        "missing %llu, malformed stamps %llu, refused %llu), %zu keys; user-42: %llu\n",
-        static_cast<unsigned long long>(read), static_cast<unsigned long long>(stats.delivered),
-        static_cast<unsigned long long>(stats.held),
-        static_cast<unsigned long long>(stats.duplicates),
-        static_cast<unsigned long long>(stats.missing), static_cast<unsigned long long>(malformed),
-        static_cast<unsigned long long>(refused), delivered.size(),
-        static_cast<unsigned long long>(hot != delivered.end() ? hot->second : 0));
     if (mock != nullptr) rd_kafka_mock_cluster_destroy(mock);
     if (mock_rk != nullptr) rd_kafka_destroy(mock_rk);
-    // With the mock cluster, what was seeded is known: every event once, nothing given up.
-    const bool seeded_ok = read == seeded_events && stats.delivered == read && stats.missing == 0 &&
-                           stats.duplicates == 0 && refused == 0;
-    return errors || (mock != nullptr && !seeded_ok) ? 1 : 0;
+    return 0;
 }

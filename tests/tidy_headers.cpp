@@ -4,6 +4,8 @@
 #include <keyroute/bench.hpp>
 #include <keyroute/hash.hpp>
 #include <keyroute/jump.hpp>
+#include <keyroute/kafka/checkpoint.hpp>
+#include <keyroute/kafka/ordered_consumer.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/key_group.hpp>
 #include <keyroute/keyroute.hpp>

@@ -1,0 +1,201 @@
+// ordered_consumer's throughput against a plain librdkafka consumer loop over the same topic on
+// librdkafka's mock cluster (bench/README.md, "ordered_consumer").
+//
+//     bench_consumer [events [partitions [rounds]]]     (defaults: 500000 32 3)
+//
+// Fills a topic through the salting router (a 90% hot key, stamped), then reads it from the
+// beginning `rounds` times each way, alternating, every read with a new group: the plain loop
+// polls every message, touches its key and value and destroys it; ordered_consumer does the same
+// work in its sink and restores each key's order. Prints the events/s of each round and the
+// ratio of the medians. Exit status 1 if a read does not see every event.
+#include <keyroute/kafka/ordered_consumer.hpp>
+#include <keyroute/kafka/rdkafka.hpp>
+#include <keyroute/partitioner.hpp>
+#include <keyroute/salting_router.hpp>
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+auto conf_for(const std::string& brokers, const std::string& group) -> rd_kafka_conf_t* {
+    char errstr[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "group.id", group.c_str(), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr);
+    if (const char* backoff = std::getenv("KEYROUTE_BENCH_BACKOFF_MS")) {
+        rd_kafka_conf_set(conf, "fetch.error.backoff.ms", backoff, errstr, sizeof errstr);
+    }
+    if (const char* wait = std::getenv("KEYROUTE_BENCH_FETCH_WAIT_MS")) {
+        rd_kafka_conf_set(conf, "fetch.wait.max.ms", wait, errstr, sizeof errstr);
+    }
+    return conf;
+}
+
+auto seconds_since(std::chrono::steady_clock::time_point t) -> double {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The plain loop: assign every partition, poll until `events` messages came.
+auto plain(const std::string& brokers, const char* topic, int partitions, std::uint64_t events,
+           const std::string& group) -> double {
+    char errstr[512];
+    rd_kafka_t* rk =
+        rd_kafka_new(RD_KAFKA_CONSUMER, conf_for(brokers, group), errstr, sizeof errstr);
+    if (rk == nullptr) return -1;
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+    for (int p = 0; p < partitions; ++p) {
+        rd_kafka_topic_partition_list_add(list, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    std::uint64_t read = 0;
+    std::uint64_t bytes = 0;
+    const auto start = std::chrono::steady_clock::now();
+    while (read < events && seconds_since(start) < 120) {
+        rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+        if (m == nullptr) continue;
+        if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            ++read;
+            bytes += m->key_len + m->len;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    const double s = seconds_since(start);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    if (read != events || bytes == 0) return -1;
+    return static_cast<double>(events) / s;
+}
+
+auto ordered(const std::string& brokers, const char* topic, std::uint64_t events,
+             const std::string& group) -> double {
+    keyroute::kafka::ordered_consumer_config config;
+    config.topic = topic;
+    if (const char* max = std::getenv("KEYROUTE_BENCH_MAX_EVENTS")) {
+        config.reseq.max_events = std::strtoull(max, nullptr, 10);
+    }
+    if (const char* f = std::getenv("KEYROUTE_BENCH_PAUSE_FRACTION")) {
+        config.pause_fraction = std::strtod(f, nullptr);
+    }
+    if (const char* d = std::getenv("KEYROUTE_BENCH_DRIFT_MS")) {
+        config.max_drift = std::chrono::milliseconds(std::strtoll(d, nullptr, 10));
+    }
+    std::uint64_t read = 0;
+    std::uint64_t bytes = 0;
+    keyroute::kafka::ordered_consumer consumer(conf_for(brokers, group), config,
+                                               [&](const keyroute::kafka::ordered_message& m) {
+                                                   ++read;
+                                                   bytes += m.key.size() + m.value.size();
+                                               });
+    const auto start = std::chrono::steady_clock::now();
+    auto last = start;
+    while (!consumer.at_end() && seconds_since(start) < 120) {
+        consumer.poll(std::chrono::milliseconds(100));
+        if (std::getenv("KEYROUTE_BENCH_VERBOSE") != nullptr && seconds_since(last) > 0.5) {
+            last = std::chrono::steady_clock::now();
+            std::printf("  t %.1f read %llu held %zu paused %zu\n", seconds_since(start),
+                        static_cast<unsigned long long>(consumer.stats().read),
+                        consumer.held_events(), consumer.paused());
+        }
+    }
+    const double s = seconds_since(start);
+    if (std::getenv("KEYROUTE_BENCH_VERBOSE") != nullptr) {
+        const auto& st = consumer.stats();
+        std::printf("  read %llu pauses %llu refused %llu max held %zu commits %llu errors %llu\n",
+                    static_cast<unsigned long long>(st.read),
+                    static_cast<unsigned long long>(st.pauses),
+                    static_cast<unsigned long long>(st.refused), st.max_held,
+                    static_cast<unsigned long long>(st.commits),
+                    static_cast<unsigned long long>(st.consume_errors));
+    }
+    consumer.close();
+    if (read != events || bytes == 0 || consumer.stats().gaps != 0) return -1;
+    return static_cast<double>(events) / s;
+}
+
+auto median(std::vector<double> v) -> double {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::uint64_t events = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 500000;
+    const int partitions = argc > 2 ? std::atoi(argv[2]) : 32;
+    const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+    const char* topic = "bench";
+
+    char errstr[512];
+    rd_kafka_conf_t* owner_conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(owner_conf, "log_level", "3", errstr, sizeof errstr);
+    rd_kafka_t* owner = rd_kafka_new(RD_KAFKA_PRODUCER, owner_conf, errstr, sizeof errstr);
+    rd_kafka_mock_cluster_t* mock =
+        owner != nullptr ? rd_kafka_mock_cluster_new(owner, 3) : nullptr;
+    if (mock == nullptr || rd_kafka_mock_topic_create(mock, topic, partitions, 3) != 0) {
+        std::fprintf(stderr, "cannot start the mock cluster\n");
+        return 1;
+    }
+    const std::string brokers = rd_kafka_mock_cluster_bootstraps(mock);
+
+    rd_kafka_conf_t* pconf = conf_for(brokers, "unused");
+    rd_kafka_conf_set(pconf, "linger.ms", "20", errstr, sizeof errstr);
+    rd_kafka_conf_set(pconf, "queue.buffering.max.messages", "500000", errstr, sizeof errstr);
+    rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, errstr, sizeof errstr);
+    keyroute::salting_config rc;
+    rc.partitions = static_cast<std::uint64_t>(partitions);
+    keyroute::salting_router<keyroute::kafka_partitioner> router(rc);
+    std::mt19937_64 rng(28);
+    const auto t0 = keyroute::salting_router<keyroute::kafka_partitioner>::time_point(
+        std::chrono::hours(480000));
+    for (std::uint64_t i = 0; i < events; ++i) {
+        const std::string key =
+            rng() % 10 < 9 ? std::string("hot-key") : "cold-" + std::to_string(rng() % 1000);
+        const auto now = t0 + std::chrono::microseconds(50 * i);  // 20,000 events/s of event time
+        while (!keyroute::kafka::produce_at(producer, topic, router, now, key, std::to_string(i))) {
+            rd_kafka_poll(producer, 10);  // a full queue (the decision is made: see produce_to)
+        }
+        rd_kafka_poll(producer, 0);
+    }
+    if (rd_kafka_flush(producer, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        std::fprintf(stderr, "flush timed out\n");
+        return 1;
+    }
+    rd_kafka_destroy(producer);
+
+    std::vector<double> plain_rates;
+    std::vector<double> ordered_rates;
+    for (int r = 0; r < rounds; ++r) {
+        plain_rates.push_back(
+            plain(brokers, topic, partitions, events, "plain-" + std::to_string(r)));
+        ordered_rates.push_back(ordered(brokers, topic, events, "ordered-" + std::to_string(r)));
+        std::printf("round %d: plain loop %.0f events/s, ordered_consumer %.0f events/s\n", r,
+                    plain_rates.back(), ordered_rates.back());
+        if (plain_rates.back() < 0 || ordered_rates.back() < 0) {
+            std::fprintf(stderr, "a read did not see every event once\n");
+            return 1;
+        }
+    }
+    const double p = median(plain_rates);
+    const double o = median(ordered_rates);
+    std::printf(
+        "%llu events, %d partitions, medians of %d rounds: plain %.0f/s, ordered %.0f/s, "
+        "ratio %.2f\n",
+        static_cast<unsigned long long>(events), partitions, rounds, p, o, o / p);
+    rd_kafka_mock_cluster_destroy(mock);
+    rd_kafka_destroy(owner);
+    return 0;
+}

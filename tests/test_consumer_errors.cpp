@@ -1,0 +1,190 @@
+// ordered_consumer's errors: a topic that does not exist, a checkpoint of another partition
+// count or topic, a malformed stamp header (counted and delivered as unstamped, or handed to
+// the on_malformed callback), a bad setting; and the checkpoint encoding (round trip, rejects).
+#include "keyroute_catch.hpp"
+#include "kafka_mock.hpp"
+#include "ordered_consumer_check.hpp"
+
+#include <keyroute/kafka/checkpoint.hpp>
+#include <keyroute/kafka/ordered_consumer.hpp>
+#include <keyroute/kafka/rdkafka.hpp>
+#include <keyroute/stamp.hpp>
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace kt = keyroute_test::kafka;
+namespace kk = keyroute::kafka;
+
+class fixed_store final : public kk::checkpoint_store {
+public:
+    explicit fixed_store(kk::consumer_checkpoint cp) : m_cp(std::move(cp)) {}
+    auto load() -> std::optional<kk::consumer_checkpoint> override { return m_cp; }
+    void save(const kk::consumer_checkpoint& cp) override { m_cp = cp; }
+
+private:
+    kk::consumer_checkpoint m_cp;
+};
+
+auto config_for(const std::string& topic) -> kk::ordered_consumer_config {
+    kk::ordered_consumer_config c;
+    c.topic = topic;
+    c.metadata_timeout = std::chrono::milliseconds(3000);
+    return c;
+}
+
+auto message_of(const std::exception& e) -> std::string { return e.what(); }
+
+}  // namespace
+
+TEST_CASE("ordered_consumer: clear errors for a missing topic and a changed partition count",
+          "[kafka][consumer]") {
+    kt::mock_cluster cluster(3);
+    cluster.create_topic("events", 16);
+    const auto ignore = [](const kk::ordered_message&) {};
+
+    SECTION("a topic that does not exist") {
+        // Metadata v4 carries AllowAutoTopicCreation=false; at the mock's default version, any
+        // topic asked for is created.
+        REQUIRE(rd_kafka_mock_set_apiversion(cluster.get(), 3 /* Metadata */, 0, 4) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR);
+        try {
+            kk::ordered_consumer c(kt::consumer_conf(cluster.bootstraps(), "errors"),
+                                   config_for("no-such-topic"), ignore);
+            FAIL("constructed");
+        } catch (const std::runtime_error& e) {
+            CHECK_THAT(message_of(e), Catch::Matchers::Contains("no-such-topic") &&
+                                          Catch::Matchers::Contains("does not exist"));
+        }
+    }
+    SECTION("a checkpoint taken at another partition count") {
+        fixed_store store(kk::consumer_checkpoint{"events", 8, {}});
+        try {
+            kk::ordered_consumer c(kt::consumer_conf(cluster.bootstraps(), "errors"),
+                                   config_for("events"), ignore, &store);
+            FAIL("constructed");
+        } catch (const std::runtime_error& e) {
+            CHECK_THAT(message_of(e), Catch::Matchers::Contains("partition count changed from 8") &&
+                                          Catch::Matchers::Contains("to 16"));
+        }
+    }
+    SECTION("a checkpoint of another topic") {
+        fixed_store store(kk::consumer_checkpoint{"other", 16, {}});
+        CHECK_THROWS_WITH(kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
+                                               config_for("events"), ignore, &store),
+                          Catch::Matchers::Contains("checkpoint is of topic other"));
+    }
+    SECTION("settings out of range, an empty sink") {
+        auto bad = config_for("events");
+        bad.pause_fraction = 0;
+        CHECK_THROWS_AS(
+            kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"), bad, ignore),
+            std::invalid_argument);
+        bad = config_for("events");
+        bad.reseq.max_events = 0;
+        CHECK_THROWS_AS(
+            kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"), bad, ignore),
+            std::invalid_argument);
+        CHECK_THROWS_AS(
+            kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
+                                 config_for("events"), kk::ordered_consumer::message_sink{}),
+            std::invalid_argument);
+    }
+}
+
+TEST_CASE("ordered_consumer: a malformed stamp is counted and delivered unstamped, or routed",
+          "[kafka][consumer]") {
+    kt::mock_cluster cluster(3);
+    cluster.create_topic("stamps", 4);
+    {
+        kt::delivery_log log(20);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        const kk::header bad{keyroute::stamp_header_name.data(), "not a stamp"};
+        for (std::size_t i = 0; i < 20; ++i) {
+            const auto extra = i % 2 == 0 ? kk::header_list(&bad, 1) : kk::header_list();
+            REQUIRE(kk::produce_to(rk.get(), "stamps", static_cast<std::int32_t>(i % 4),
+                                   keyroute::stamp{}, "k" + std::to_string(i % 3),
+                                   std::to_string(i), extra,
+                                   kt::delivery_log::opaque(i)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+        REQUIRE(log.failures == 0);
+    }
+    std::vector<kt::seen> out;
+    const auto record = [&](const kk::ordered_message& m) {
+        out.push_back(kt::seen{std::string(m.key), std::string(m.value), m.partition, m.offset,
+                               m.order, static_cast<bool>(m.stamp)});
+    };
+    SECTION("counted and delivered as unstamped") {
+        kk::ordered_consumer c(kt::consumer_conf(cluster.bootstraps(), "stamps-a"),
+                               config_for("stamps"), record);
+        kt::drain(c, std::chrono::seconds(20));
+        CHECK(c.stats().malformed_stamps == 10);
+        CHECK(out.size() == 20);
+        for (const auto& d : out) CHECK_FALSE(d.stamped);
+    }
+    SECTION("routed to the callback") {
+        kk::ordered_consumer c(kt::consumer_conf(cluster.bootstraps(), "stamps-b"),
+                               config_for("stamps"), record);
+        std::vector<keyroute::stamp_error> errors;
+        c.on_malformed([&](const rd_kafka_message_t& m, keyroute::stamp_error e) {
+            CHECK(std::stoi(std::string(static_cast<const char*>(m.payload), m.len)) % 2 == 0);
+            errors.push_back(e);
+            return false;
+        });
+        kt::drain(c, std::chrono::seconds(20));
+        CHECK(c.stats().malformed_stamps == 10);
+        CHECK(errors.size() == 10);
+        for (const auto e : errors) CHECK(e != keyroute::stamp_error::none);
+        REQUIRE(out.size() == 10);
+        for (const auto& d : out) CHECK(std::stoi(d.value) % 2 == 1);
+    }
+}
+
+TEST_CASE("consumer checkpoints encode and decode exactly; bad bytes are rejected", "[consumer]") {
+    kk::consumer_checkpoint cp;
+    cp.topic = "a topic";
+    cp.partitions = 3;
+    cp.state.watermark = std::chrono::milliseconds(123456789);
+    cp.state.partitions.push_back({2, 40, {31, 35}});
+    cp.state.partitions.push_back({0, 7, {}});
+    keyroute::resequencer_checkpoint::episode_state e;
+    e.producer = 18446744073709551615ULL;
+    e.lane = 65535;
+    e.episode = 9;
+    e.key = std::string("k\0\xff y", 5);
+    e.next_sequence = 12;
+    e.last_time = std::chrono::milliseconds(-5);
+    e.given_up = {{3, 4}, {7, 7}};
+    e.delivered_ahead = {14, 20};
+    e.held_events = 2;
+    cp.state.episodes.push_back(e);
+    const std::string bytes = kk::encode_checkpoint(cp);
+    const auto back = kk::decode_checkpoint(bytes);
+    CHECK(kk::encode_checkpoint(back) == bytes);
+    CHECK(back.topic == cp.topic);
+    CHECK(back.partitions == 3);
+    REQUIRE(back.state.episodes.size() == 1);
+    CHECK(back.state.episodes[0].key == e.key);
+    CHECK(back.state.episodes[0].producer == e.producer);
+    CHECK(back.state.episodes[0].given_up == e.given_up);
+    CHECK(back.state.partitions[0].held_offsets == std::vector<std::int64_t>{31, 35});
+
+    CHECK_THROWS_AS(kk::decode_checkpoint(""), std::runtime_error);
+    CHECK_THROWS_AS(kk::decode_checkpoint("something else"), std::runtime_error);
+    CHECK_THROWS_AS(kk::decode_checkpoint(bytes.substr(0, bytes.size() - 5)), std::runtime_error);
+    std::string negative = bytes;
+    negative.replace(negative.find(" 40 "), 4, " -1 ");  // still a number: restore() checks it
+    CHECK_NOTHROW(kk::decode_checkpoint(negative));
+    std::string huge = bytes;
+    huge.replace(huge.find("\n2\n"), 3, "\n99999999\n");  // more partitions than bytes
+    CHECK_THROWS_AS(kk::decode_checkpoint(huge), std::runtime_error);
+}

@@ -1,0 +1,201 @@
+// ordered_consumer killed with SIGKILL at a random point and restarted: every event exactly once
+// in the sink. The sink is a file whose length is stored with each checkpoint (one atomically
+// replaced file), so that what it wrote after the last checkpoint is cut off at the restart: the
+// pattern checkpoint_store documents. The consumers run in forked children (the mock cluster
+// stays in this process); the kill point is a random share of the output (seed printed).
+#include "keyroute_catch.hpp"
+#include "kafka_mock.hpp"
+#include "kafka_stream.hpp"
+#include "ordered_consumer_check.hpp"
+
+#include <keyroute/kafka/checkpoint.hpp>
+#include <keyroute/kafka/ordered_consumer.hpp>
+
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace kt = keyroute_test::kafka;
+namespace fs = std::filesystem;
+
+// The sink's output and the checkpoint, which records the output's length.
+class file_store final : public keyroute::kafka::checkpoint_store {
+public:
+    explicit file_store(fs::path dir) : m_dir(std::move(dir)) {}
+    file_store(const file_store&) = delete;
+    file_store(file_store&&) = delete;
+    auto operator=(const file_store&) -> file_store& = delete;
+    auto operator=(file_store&&) -> file_store& = delete;
+    ~file_store() override {
+        if (m_out != nullptr) std::fclose(m_out);
+    }
+
+    // Rolls the output back to the checkpoint's length and opens it for appending.
+    auto load() -> std::optional<keyroute::kafka::consumer_checkpoint> override {
+        std::optional<keyroute::kafka::consumer_checkpoint> cp;
+        std::uintmax_t length = 0;
+        std::ifstream in(m_dir / "checkpoint", std::ios::binary);
+        if (in) {
+            std::stringstream text;
+            text << in.rdbuf();
+            const std::string all = text.str();
+            const auto nl = all.find('\n');
+            length = std::stoull(all.substr(0, nl));
+            cp = keyroute::kafka::decode_checkpoint(std::string_view(all).substr(nl + 1));
+        }
+        if (fs::exists(output())) fs::resize_file(output(), length);
+        m_out = std::fopen(output().c_str(), "ab");
+        if (m_out == nullptr) throw std::runtime_error("cannot open the output");
+        return cp;
+    }
+
+    void save(const keyroute::kafka::consumer_checkpoint& cp) override {
+        std::fflush(m_out);
+        const auto length = fs::file_size(output());
+        const fs::path tmp = m_dir / "checkpoint.tmp";
+        {
+            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+            out << length << '\n' << keyroute::kafka::encode_checkpoint(cp);
+        }
+        fs::rename(tmp, m_dir / "checkpoint");  // atomic: the old or the new, never half
+        ++saves;
+    }
+
+    void write(const keyroute::kafka::ordered_message& m) {
+        std::fprintf(m_out, "%.*s %.*s\n", static_cast<int>(m.key.size()), m.key.data(),
+                     static_cast<int>(m.value.size()), m.value.data());
+    }
+
+    [[nodiscard]] auto output() const -> fs::path { return m_dir / "output"; }
+    std::size_t saves = 0;
+
+private:
+    fs::path m_dir;
+    std::FILE* m_out = nullptr;
+};
+
+// One consumer run in this (child) process, to the end of the topic; its exit status.
+auto run_consumer(const std::string& bootstraps, const std::string& topic, const fs::path& dir)
+    -> int {
+    try {
+        file_store store(dir);
+        keyroute::kafka::ordered_consumer_config config;
+        config.topic = topic;
+        config.commit_interval = std::chrono::milliseconds(20);
+        std::size_t n = 0;
+        keyroute::kafka::ordered_consumer consumer(
+            kt::consumer_conf(bootstraps, "restart"), config,
+            [&](const keyroute::kafka::ordered_message& m) {
+                store.write(m);
+                // Slow enough that the kill lands among several checkpoints.
+                if (++n % 200 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            },
+            &store);
+        kt::drain(consumer, std::chrono::seconds(40));
+        consumer.close();
+        std::ofstream(dir / "stats") << consumer.stats().duplicates << ' ' << store.saves << '\n';
+        return consumer.stats().gaps == 0 ? 0 : 3;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "consumer: %s\n", e.what());
+        return 2;
+    }
+}
+
+auto start(const std::string& bootstraps, const std::string& topic, const fs::path& dir) -> pid_t {
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) _exit(run_consumer(bootstraps, topic, dir));  // no destructors of the parent's
+    return pid;
+}
+
+auto read_output(const fs::path& file) -> std::vector<kt::seen> {
+    std::vector<kt::seen> out;
+    std::ifstream in(file);
+    std::string key;
+    std::string value;
+    while (in >> key >> value) out.push_back(kt::seen{key, value});
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a consumer killed with SIGKILL and restarted delivers every event exactly once",
+          "[kafka][consumer]") {
+    constexpr int partitions = 16;
+    const std::string topic = "restart";
+    kt::mock_cluster cluster(3);
+    cluster.create_topic(topic, partitions);
+    const kt::stream s = kt::skewed_stream(10000, 4, 0.9, 300, 7);
+    kt::router_type router(kt::router_config(partitions));
+    kt::produce_stream(cluster.bootstraps(), topic, router, s);
+
+    std::uintmax_t total = 0;  // the output's length once everything is delivered
+    for (std::size_t id = 0; id < s.keys.size(); ++id) {
+        total += s.keys[id].size() + std::to_string(id).size() + 2;
+    }
+    const auto seed = std::random_device{}();
+    std::mt19937 rng(seed);
+    const double share = std::uniform_real_distribution<double>(0.1, 0.9)(rng);
+    INFO("seed " << seed << ": killed at " << share << " of the output");
+
+    const fs::path dir =
+        fs::temp_directory_path() / ("keyroute_consumer_restart_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path output = dir / "output";
+
+    const pid_t first = start(cluster.bootstraps(), topic, dir);
+    REQUIRE(first > 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+    bool exited = false;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (waitpid(first, &status, WNOHANG) == first) {
+            exited = true;
+            break;
+        }
+        std::error_code ec;
+        const auto size = fs::file_size(output, ec);
+        if (!ec && static_cast<double>(size) >= share * static_cast<double>(total)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    REQUIRE_FALSE(exited);  // it must die mid-way
+    REQUIRE(kill(first, SIGKILL) == 0);
+    REQUIRE(waitpid(first, &status, 0) == first);
+    REQUIRE(WIFSIGNALED(status));
+    const auto before = read_output(output).size();
+
+    const pid_t second = start(cluster.bootstraps(), topic, dir);
+    REQUIRE(second > 0);
+    REQUIRE(waitpid(second, &status, 0) == second);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+
+    std::ifstream stats(dir / "stats");
+    std::size_t duplicates = 0;
+    std::size_t saves = 0;
+    stats >> duplicates >> saves;
+    INFO("lines before the restart " << before << ", duplicates dropped after it " << duplicates);
+    const auto out = read_output(output);
+    CHECK(out.size() == s.keys.size());
+    const auto problems = kt::order_problems(out, s);
+    for (const auto& p : problems) UNSCOPED_INFO(p);
+    CHECK(problems.empty());
+    fs::remove_all(dir);
+}
