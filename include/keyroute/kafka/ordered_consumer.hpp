@@ -454,6 +454,18 @@ private:
             // The clock goes on from the checkpoint's watermark: events re-read are not older.
             if (cp->state.watermark > m_clock_origin) m_clock_origin = cp->state.watermark;
         }
+        // Each partition's messages stay on its own queue: poll() merges them by timestamp, so
+        // that librdkafka's fetches running ahead on one broker do not run one partition far
+        // ahead of the others into the resequencer. Before rd_kafka_assign: a queue unforwarded
+        // after it may already have sent its first messages to the consumer queue, behind
+        // which later ones were read first (offset order broken: events lost as re-reads).
+        for (std::int32_t p = 0; p < m_partitions; ++p) {
+            rd_kafka_queue_t* q =
+                rd_kafka_queue_get_partition(m_rk.get(), m_config.topic.c_str(), p);
+            if (q == nullptr) fail("no queue for partition " + std::to_string(p));
+            rd_kafka_queue_forward(q, nullptr);  // and assign's fetch start will not forward it
+            m_parts[static_cast<std::size_t>(p)].queue.reset(q);
+        }
         rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(m_partitions);
         for (std::int32_t p = 0; p < m_partitions; ++p) {
             const auto off = m_reseq.committable_offset(static_cast<std::uint32_t>(p));
@@ -464,16 +476,6 @@ private:
         rd_kafka_topic_partition_list_destroy(list);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
             fail(std::string("assign: ") + rd_kafka_err2str(err));
-        // Each partition's messages stay on its own queue: poll() merges them by timestamp, so
-        // that librdkafka's fetches running ahead on one broker do not run one partition far
-        // ahead of the others into the resequencer.
-        for (std::int32_t p = 0; p < m_partitions; ++p) {
-            rd_kafka_queue_t* q =
-                rd_kafka_queue_get_partition(m_rk.get(), m_config.topic.c_str(), p);
-            if (q == nullptr) fail("no queue for partition " + std::to_string(p));
-            rd_kafka_queue_forward(q, nullptr);
-            m_parts[static_cast<std::size_t>(p)].queue.reset(q);
-        }
     }
 
     void check_partition_count() {
@@ -499,8 +501,12 @@ private:
                      std::to_string(m_partitions) + " assigned: the partition count changed");
             }
             // A partition's own queue is not forwarded here; should librdkafka deliver one of
-            // its messages on the consumer queue anyway, it goes behind the others, in order.
-            m_parts[static_cast<std::size_t>(m->partition)].local.push_back(std::move(m));
+            // its messages on the consumer queue anyway, it goes into its run in offset order.
+            auto& run = m_parts[static_cast<std::size_t>(m->partition)].local;
+            const auto at = std::upper_bound(
+                run.begin(), run.end(), m->offset,
+                [](std::int64_t offset, const message_ptr& x) { return offset < x->offset; });
+            run.insert(at, std::move(m));
             return;
         }
         if (rd_kafka_fatal_error(m_rk.get(), nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
