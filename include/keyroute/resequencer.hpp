@@ -76,8 +76,10 @@
 
 #include "detail/config.hpp"
 #include "hash.hpp"
+#include "resequencer/given_up.hpp"
 #include "resequencer/hashed_index.hpp"
 #include "resequencer/node_pool.hpp"
+#include "resequencer/offsets.hpp"
 #include "stamp.hpp"
 
 #include <algorithm>
@@ -92,7 +94,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -478,12 +479,11 @@ public:
     [[nodiscard]] auto committable_offset(std::uint32_t partition) const
         -> std::optional<std::int64_t> {
         const auto it = m_partitions.find(partition);
-        if (it == m_partitions.end() || it->second.next_offset < 0) return std::nullopt;
+        if (it == m_partitions.end()) return std::nullopt;
         const partition_state& ps = it->second;
-        std::int64_t out = ps.next_offset;
-        if (ps.held_first != no_slot) out = std::min(out, at(ps.held_first).source.offset);
-        if (!ps.rereads.empty()) out = std::min(out, *ps.rereads.begin());
-        return out;
+        return ps.offsets.committable(ps.held_first == no_slot
+                                          ? std::nullopt
+                                          : std::optional(at(ps.held_first).source.offset));
     }
 
     /// The state to store with committed offsets (see resequencer_checkpoint). O(n log n) in the
@@ -492,14 +492,15 @@ public:
         resequencer_checkpoint cp;
         cp.watermark = m_watermark;
         for (const auto& [partition, ps] : m_partitions) {
-            if (ps.next_offset < 0) continue;
+            if (ps.offsets.next() < 0) continue;
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
-            out.next_offset = ps.next_offset;
+            out.next_offset = ps.offsets.next();
             for (std::uint32_t k = ps.held_first; k != no_slot; k = at(k).part_next) {
                 out.held_offsets.push_back(at(k).source.offset);
             }
-            out.held_offsets.insert(out.held_offsets.end(), ps.rereads.begin(), ps.rereads.end());
+            const auto& rereads = ps.offsets.rereads();
+            out.held_offsets.insert(out.held_offsets.end(), rereads.begin(), rereads.end());
             std::sort(out.held_offsets.begin(), out.held_offsets.end());
             cp.partitions.push_back(std::move(out));
         }
@@ -513,8 +514,8 @@ public:
             out.key = ep.key;
             out.next_sequence = ep.next;
             out.last_time = ep.last_time;
-            out.given_up = ep.given_up;
-            out.forgotten_below = ep.forgotten_below;
+            out.given_up = ep.given_up.ranges();
+            out.forgotten_below = ep.given_up.forgotten_below();
             for (const auto& [seq, slot] : ep.held) {
                 if (slot == tombstone) out.delivered_ahead.push_back(seq);
             }
@@ -553,9 +554,7 @@ public:
         check_checkpoint(cp);
         m_watermark = cp.watermark;
         for (const auto& p : cp.partitions) {
-            partition_state& ps = partition_of(p.partition);
-            ps.next_offset = p.next_offset;
-            ps.rereads.insert(p.held_offsets.begin(), p.held_offsets.end());
+            partition_of(p.partition).offsets.restore(p.next_offset, p.held_offsets);
         }
         // Least recently used first, so that the idle list is in the order it had (checkpoint()
         // lists episodes in hash order: until 0.2.13 the count limit then forgot any one first).
@@ -570,14 +569,7 @@ public:
             ep.key = e.key;
             ep.next = e.next_sequence;
             ep.last_time = e.last_time;
-            ep.given_up = e.given_up;
-            ep.forgotten_below = e.forgotten_below;
-            // A checkpoint that kept every range it could (of a keyroute that dropped the oldest
-            // without saying so) may have lost older ones: their history counts as forgotten.
-            if (ep.forgotten_below == 0 && e.given_up.size() >= max_given_up_ranges) {
-                ep.forgotten_below = std::min_element(e.given_up.begin(), e.given_up.end())->first;
-            }
-            normalize_given_up(ep);
+            ep.given_up.assign(e.given_up, e.forgotten_below);
             for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
             after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
             // An episode that held events is remembered until they are re-read, as it would
@@ -588,7 +580,9 @@ public:
             ep.pinned = e.held_events;
             idle_if_unused(ep);
         }
-        for (const auto& [partition, ps] : m_partitions) m_book.rereads_left += ps.rereads.size();
+        for (const auto& [partition, ps] : m_partitions) {
+            m_book.rereads_left += ps.offsets.rereads().size();
+        }
         if (m_book.rereads_left == 0) unpin_all();
         forget_idle_episodes();
     }
@@ -662,10 +656,6 @@ private:
     static constexpr std::uint32_t no_slot = tombstone;
     static constexpr std::uint32_t waits_for_pushed = tombstone - 1;  // blocker(): see protect
     static constexpr std::uint64_t last_sequence = std::numeric_limits<std::uint64_t>::max();
-    /// Given-up ranges remembered per episode to tell a late arrival from a duplicate. When
-    /// there are more, the oldest are dropped and the episode's history below them forgotten:
-    /// an arrival there is delivered `late` (possibly_duplicate), never answered `duplicate`.
-    static constexpr std::size_t max_given_up_ranges = 256;
 
     struct fifo;
     struct episode_state;
@@ -741,25 +731,19 @@ private:
         std::size_t refs = 0;   // held entries pointing here
         std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
-        // Given-up sequences not delivered since, as disjoint ranges in increasing order, all
-        // below `next`; at most max_given_up_ranges of them (the oldest go first).
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;
-        // Below it, whether a sequence was delivered or given up is forgotten (ranges dropped
-        // from given_up): such a sequence comes `late`, flagged possibly_duplicate.
-        std::uint64_t forgotten_below = 0;
+        detail::given_up_ranges given_up;  // its given-up sequences not taken since, below next
         episode_state* idle_prev = nullptr;
         episode_state* idle_next = nullptr;
         bool idle = false;
     };
 
     struct partition_state {
-        std::int64_t next_offset = -1;
+        detail::partition_offsets offsets;
         // Its held events that have an offset, in push order (offset order when the caller keeps
         // push()'s contract), linked through entry::part_prev/part_next: the first one's offset
         // is the lowest held. O(1) to add and remove, nothing kept for a released event.
         std::uint32_t held_first = no_slot;
         std::uint32_t held_last = no_slot;
-        std::set<std::int64_t> rereads;  // offsets held at the restored checkpoint
     };
 
     struct deadline_item {
@@ -942,17 +926,6 @@ private:
                                     [&](const episode_state& ep) { return ep.id == id; });
     }
 
-    // The given-up range holding `seq`, or given_up.end(). O(log ranges).
-    [[nodiscard]] static auto given_up_range(episode_state& ep, std::uint64_t seq) noexcept
-        -> std::vector<std::pair<std::uint64_t, std::uint64_t>>::iterator {
-        auto it = std::upper_bound(
-            ep.given_up.begin(), ep.given_up.end(), seq,
-            [](std::uint64_t value, const auto& range) { return value < range.first; });
-        if (it == ep.given_up.begin()) return ep.given_up.end();
-        --it;
-        return seq <= it->second ? it : ep.given_up.end();
-    }
-
     // Rule 2 between two stamped events: `y`, ahead in the same fifo, blocks `x` when both come
     // from the same lane and different episodes.
     [[nodiscard]] static auto blocks_stamp(const stamp& y, const stamp& x) noexcept -> bool {
@@ -1007,12 +980,13 @@ private:
         plan p;
         if (source.offset >= 0) {
             p.part = find_partition(source.partition);
-            if (p.part != nullptr && source.offset < p.part->next_offset) {
-                if (p.part->rereads.count(source.offset) == 0) {
+            if (p.part != nullptr) {
+                const auto seen = p.part->offsets.classify(source.offset);
+                if (seen == detail::partition_offsets::seen::duplicate) {
                     p.what = verdict::duplicate;
                     return p;
                 }
-                p.reread = true;
+                p.reread = seen == detail::partition_offsets::seen::reread;
             }
         }
         bool seq_ready = true;
@@ -1023,11 +997,12 @@ private:
                 if (passed(ep, st.sequence)) {
                     // A duplicate only when it is known to have been taken: delivered (not
                     // given up) at a sequence whose history is remembered.
-                    p.unknown = st.sequence < ep.forgotten_below;
-                    if (!p.unknown && given_up_range(ep, st.sequence) == ep.given_up.end()) {
+                    const auto status = ep.given_up.of(st.sequence);
+                    if (status == detail::given_up_ranges::status::taken) {
                         p.what = verdict::duplicate;
                         return p;
                     }
+                    p.unknown = status == detail::given_up_ranges::status::forgotten;
                     p.late = true;
                 } else {
                     p.where = ep.held.lower_bound(st.sequence);
@@ -1076,9 +1051,7 @@ private:
         -> partition_state* {
         if (source.offset < 0) return nullptr;
         partition_state& ps = known != nullptr ? *known : partition_of(source.partition);
-        if (reread && ps.rereads.erase(source.offset) != 0 && --m_book.rereads_left == 0)
-            unpin_all();
-        if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
+        if (ps.offsets.take(source.offset, reread) && --m_book.rereads_left == 0) unpin_all();
         return &ps;
     }
 
@@ -1126,54 +1099,6 @@ private:
         return *ep;
     }
 
-    // A late sequence is taken: from now on it is a duplicate (if still remembered then).
-    static void remove_given_up(episode_state& ep, std::uint64_t seq) {
-        const auto it = given_up_range(ep, seq);
-        if (it == ep.given_up.end()) return;
-        auto& r = *it;
-        if (r.first == r.second) {
-            ep.given_up.erase(it);
-        } else if (seq == r.first) {
-            ++r.first;
-        } else if (seq == r.second) {
-            --r.second;
-        } else {
-            const std::pair<std::uint64_t, std::uint64_t> upper{seq + 1, r.second};
-            r.second = seq - 1;
-            ep.given_up.insert(it + 1, upper);
-            trim_given_up(ep);
-        }
-    }
-
-    // Keeps the newest max_given_up_ranges ranges; below the ones dropped, the episode forgets
-    // what was delivered and what was given up (forgotten_below). No range ends at 2^64-1 but
-    // the highest one (ranges are below next), and the highest is never dropped.
-    static void trim_given_up(episode_state& ep) {
-        if (ep.given_up.size() <= max_given_up_ranges) return;
-        const auto drop = static_cast<std::ptrdiff_t>(ep.given_up.size() - max_given_up_ranges);
-        const std::uint64_t below = ep.given_up[static_cast<std::size_t>(drop - 1)].second + 1;
-        ep.forgotten_below = std::max(ep.forgotten_below, below);
-        ep.given_up.erase(ep.given_up.begin(), ep.given_up.begin() + drop);
-    }
-
-    // Sorts and merges ranges from a checkpoint (given-up ranges and held late singletons),
-    // then trims them.
-    static void normalize_given_up(episode_state& ep) {
-        auto& v = ep.given_up;
-        std::sort(v.begin(), v.end());
-        std::size_t out = 0;
-        for (std::size_t i = 0; i < v.size(); ++i) {
-            if (out != 0 &&
-                (v[out - 1].second == last_sequence || v[i].first <= v[out - 1].second + 1)) {
-                v[out - 1].second = std::max(v[out - 1].second, v[i].second);
-            } else {
-                v[out++] = v[i];
-            }
-        }
-        v.resize(out);
-        trim_given_up(ep);
-    }
-
     template <class E>
     void accept_and_deliver(std::string_view key, const stamp& st, E& event, const origin& source,
                             time_type time, const plan& p) {
@@ -1192,7 +1117,7 @@ private:
         if (st) {
             ep = &episode_for(st, key, time, p.episode);
             if (p.late) {
-                remove_given_up(*ep, st.sequence);
+                ep->given_up.take(st.sequence);
             } else {
                 step_next(*ep);
                 after_advance(*ep, 0);
@@ -1250,7 +1175,7 @@ private:
             episode_state& ep = episode_for(st, key, time, p.episode);
             e.episode = &ep;
             if (p.late) {
-                remove_given_up(ep, st.sequence);
+                ep.given_up.take(st.sequence);
             } else if (p.episode != nullptr) {
                 ep.held.emplace_hint(p.where, st.sequence, slot);
             } else {
@@ -1416,13 +1341,7 @@ private:
     void report_gap(episode_state& ep, std::uint64_t first, std::uint64_t last, gap_reason why) {
         ++m_stats.gaps;
         m_stats.missing += last - first + 1;
-        // Every sequence given up before is below `first` (they are all below ep.next).
-        if (!ep.given_up.empty() && ep.given_up.back().second + 1 == first) {
-            ep.given_up.back().second = last;
-        } else {
-            ep.given_up.emplace_back(first, last);
-            trim_given_up(ep);
-        }
+        ep.given_up.append(first, last);  // every range before is below `first` (below next)
         gap_report r;
         r.producer = ep.id.producer;
         r.lane = ep.id.lane;
