@@ -76,6 +76,7 @@
 
 #include "detail/config.hpp"
 #include "hash.hpp"
+#include "resequencer/checkpoint.hpp"
 #include "resequencer/given_up.hpp"
 #include "resequencer/hashed_index.hpp"
 #include "resequencer/node_pool.hpp"
@@ -99,7 +100,6 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -215,44 +215,6 @@ struct resequencer_stats {
     std::uint64_t missing = 0;              ///< sequences given up, summed over gap reports
     std::uint64_t forgotten_episodes = 0;   ///< idle episodes forgotten (ttl or count)
     std::uint64_t possible_duplicates = 0;  ///< deliveries with delivery::possibly_duplicate
-};
-
-/// What a resequencer must remember across a restart for exactly-once delivery: taken with
-/// checkpoint() at the moment the application commits its own output, stored with (or as the
-/// metadata of) the committed offsets, and given to restore() in a fresh resequencer before
-/// the consumer re-reads each partition from its committable offset. Plain data; its size is
-/// bounded by the held events plus the remembered episodes.
-struct resequencer_checkpoint {
-    /// One partition's read position and the offsets the replay must deliver.
-    struct partition_state {
-        std::uint32_t partition = 0;
-        std::int64_t next_offset = 0;            ///< one past the highest offset accepted
-        std::vector<std::int64_t> held_offsets;  ///< below next_offset, not delivered yet
-    };
-    /// One remembered episode's progress (for duplicate and late detection).
-    struct episode_state {
-        std::uint64_t producer = 0;
-        std::uint16_t lane = 0;
-        std::uint64_t episode = 0;
-        std::string key;
-        /// Every sequence below it is delivered or given up. A finished episode (sequence 2^64-1
-        /// delivered, see resequencer) has 2^64-1 here and in delivered_ahead.
-        std::uint64_t next_sequence = 0;
-        std::chrono::milliseconds last_time{};
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> given_up;  ///< ranges, for `late`
-        std::vector<std::uint64_t> delivered_ahead;  ///< above next_sequence, already delivered
-        /// Its events held at the checkpoint that have an offset (the replay re-reads them):
-        /// restore() remembers the episode at least until they are re-read. 0 in checkpoints
-        /// of keyroute 0.2.6 and earlier, which did not have the field.
-        std::uint64_t held_events = 0;
-        /// Below it the episode forgot which sequences were delivered and which given up (its
-        /// given-up ranges outgrew their budget): a sequence there comes `late`,
-        /// possibly_duplicate. 0 in checkpoints of keyroute 0.2.13 and earlier.
-        std::uint64_t forgotten_below = 0;
-    };
-    std::chrono::milliseconds watermark = std::chrono::milliseconds::min();
-    std::vector<partition_state> partitions;
-    std::vector<episode_state> episodes;
 };
 
 /// The default EventSize: `sizeof(Event)`. A custom one is any copyable functor callable as
@@ -551,7 +513,7 @@ public:
                 "keyroute resequencer::restore: the resequencer must be new, it has taken " +
                 std::to_string(m_stats.pushed) + " events");
         }
-        check_checkpoint(cp);
+        detail::check_checkpoint(cp);
         m_watermark = cp.watermark;
         for (const auto& p : cp.partitions) {
             partition_of(p.partition).offsets.restore(p.next_offset, p.held_offsets);
@@ -603,55 +565,6 @@ public:
     [[nodiscard]] auto config() const noexcept -> const resequencer_config& { return m_config; }
 
 private:
-    /// restore()'s check: the state it builds relies on each of these (until 0.2.13 a stale
-    /// delivered_ahead entry made a release erase the wrong one, and a later release read a freed
-    /// slot).
-    static void check_checkpoint(const resequencer_checkpoint& cp) {
-        const auto fail = [](const std::string& what) {
-            detail::invalid_argument("keyroute resequencer::restore: corrupt checkpoint: " + what);
-        };
-        std::unordered_set<std::uint32_t> partitions;
-        for (const auto& p : cp.partitions) {
-            const std::string name = "partition " + std::to_string(p.partition);
-            if (!partitions.insert(p.partition).second) fail(name + " is listed twice");
-            if (p.next_offset < 0) {
-                fail(name + " has next_offset " + std::to_string(p.next_offset));
-            }
-            for (const std::int64_t offset : p.held_offsets) {
-                if (offset < 0 || offset >= p.next_offset) {
-                    fail(name + " holds offset " + std::to_string(offset) +
-                         ", not in [0, next_offset " + std::to_string(p.next_offset) + ")");
-                }
-            }
-        }
-        std::unordered_set<detail::episode_key, detail::episode_key_hash> episodes;
-        for (const auto& e : cp.episodes) {
-            const std::string name = "episode (producer " + std::to_string(e.producer) + ", lane " +
-                                     std::to_string(e.lane) + ", episode " +
-                                     std::to_string(e.episode) + ")";
-            if (!episodes.insert(detail::episode_key{e.producer, e.lane, e.episode}).second) {
-                fail(name + " is listed twice");
-            }
-            for (const std::uint64_t seq : e.delivered_ahead) {
-                // A finished episode lists 2^64-1 at its next_sequence of 2^64-1.
-                if (seq < e.next_sequence || (seq == e.next_sequence && seq != last_sequence)) {
-                    fail(name + " has sequence " + std::to_string(seq) +
-                         " delivered ahead of next_sequence " + std::to_string(e.next_sequence));
-                }
-            }
-            if (e.forgotten_below > e.next_sequence) {
-                fail(name + " has forgotten_below " + std::to_string(e.forgotten_below) +
-                     " above next_sequence " + std::to_string(e.next_sequence));
-            }
-            for (const auto& [first, last] : e.given_up) {
-                if (first > last) {
-                    fail(name + " gave up the range [" + std::to_string(first) + ", " +
-                         std::to_string(last) + "]");
-                }
-            }
-        }
-    }
-
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
     static constexpr std::uint32_t waits_for_pushed = tombstone - 1;  // blocker(): see protect
