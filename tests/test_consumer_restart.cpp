@@ -3,6 +3,7 @@
 // replaced file), so that what it wrote after the last checkpoint is cut off at the restart: the
 // pattern checkpoint_store documents. The consumers run in forked children (the mock cluster
 // stays in this process); the kill point is a random share of the output (seed printed).
+// A second case restarts one in-process consumer many times from its checkpoints.
 #include "keyroute_catch.hpp"
 #include "kafka_mock.hpp"
 #include "kafka_stream.hpp"
@@ -198,4 +199,88 @@ TEST_CASE("a consumer killed with SIGKILL and restarted delivers every event exa
     for (const auto& p : problems) UNSCOPED_INFO(p);
     CHECK(problems.empty());
     fs::remove_all(dir);
+}
+
+namespace {
+
+// The sink's output in memory, stored with each checkpoint; load() rolls it back to the last
+// one saved, as a crash would.
+class memory_store final : public keyroute::kafka::checkpoint_store {
+public:
+    auto load() -> std::optional<keyroute::kafka::consumer_checkpoint> override {
+        out.resize(m_saved_length);
+        if (m_saved.empty()) return std::nullopt;
+        return keyroute::kafka::decode_checkpoint(m_saved);
+    }
+    void save(const keyroute::kafka::consumer_checkpoint& cp) override {
+        m_saved = keyroute::kafka::encode_checkpoint(cp);
+        m_saved_length = out.size();
+    }
+    [[nodiscard]] auto saved_length() const noexcept -> std::size_t { return m_saved_length; }
+    std::vector<kt::seen> out;
+
+private:
+    std::string m_saved;
+    std::size_t m_saved_length = 0;
+};
+
+}  // namespace
+
+// Restarts from checkpoints taken at random points (6 to 19 of them per run): every event once,
+// in order. (The loss this file's first case found at a restart's start-up shows there, under a
+// second process's load, and not here.)
+TEST_CASE("a consumer dropped without a commit and restarted many times loses nothing",
+          "[kafka][consumer]") {
+    constexpr int partitions = 16;
+    const std::string topic = "restarts";
+    kt::mock_cluster cluster(3);
+    cluster.create_topic(topic, partitions);
+    const kt::stream s = kt::skewed_stream(5000, 4, 0.9, 300, 11);
+    kt::router_type router(kt::router_config(partitions));
+    kt::produce_stream(cluster.bootstraps(), topic, router, s);
+
+    const auto seed = std::random_device{}();
+    std::mt19937 rng(seed);
+    INFO("seed " << seed);
+    memory_store store;
+    int restarts = 0;
+    bool done = false;
+    while (!done) {
+        REQUIRE(restarts < 200);
+        keyroute::kafka::ordered_consumer_config config;
+        config.topic = topic;
+        config.commit_interval = std::chrono::milliseconds(1);
+        // The "crash": a few polls after the first checkpoint that holds new output (what was
+        // delivered since the last checkpoint is lost), so that every run makes progress.
+        const int extra_polls = static_cast<int>(rng() % 4);
+        std::size_t delivered = 0;
+        keyroute::kafka::ordered_consumer consumer(
+            kt::consumer_conf(cluster.bootstraps(), "restarts"), config,
+            [&](const keyroute::kafka::ordered_message& m) {
+                store.out.push_back(kt::seen{std::string(m.key), std::string(m.value)});
+                ++delivered;
+            },
+            &store);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        const std::size_t loaded = store.out.size();
+        int after = -1;  // polls since the store's output passed `loaded`
+        while (after < extra_polls && !consumer.at_end()) {
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            consumer.poll(std::chrono::milliseconds(20));
+            if (after >= 0 || store.saved_length() > loaded) ++after;
+        }
+        CHECK(consumer.stats().gaps == 0);
+        if (consumer.at_end()) {
+            consumer.close();
+            done = true;
+        } else {
+            ++restarts;  // destroyed without close(): what it delivered since the last save is lost
+        }
+    }
+    INFO(restarts << " restarts");
+    CHECK(restarts >= 3);
+    CHECK(store.out.size() == s.keys.size());
+    const auto problems = kt::order_problems(store.out, s);
+    for (const auto& p : problems) UNSCOPED_INFO(p);
+    CHECK(problems.empty());
 }
