@@ -81,13 +81,13 @@ public:
         }
         std::sort(m_ranges.begin(), m_ranges.end());
         std::size_t out = 0;
-        for (std::size_t i = 0; i < m_ranges.size(); ++i) {
-            range& prev = m_ranges[out == 0 ? 0 : out - 1];
-            if (out != 0 && (prev.second == std::numeric_limits<std::uint64_t>::max() ||
-                             m_ranges[i].first <= prev.second + 1)) {
-                prev.second = std::max(prev.second, m_ranges[i].second);
+        for (const range& r : m_ranges) {  // out <= its index: writes land on it or before
+            if (out != 0 &&
+                (m_ranges[out - 1].second == std::numeric_limits<std::uint64_t>::max() ||
+                 r.first <= m_ranges[out - 1].second + 1)) {
+                m_ranges[out - 1].second = std::max(m_ranges[out - 1].second, r.second);
             } else {
-                m_ranges[out++] = m_ranges[i];
+                m_ranges[out++] = r;
             }
         }
         m_ranges.resize(out);
