@@ -188,3 +188,40 @@ TEST_CASE("consumer checkpoints encode and decode exactly; bad bytes are rejecte
     huge.replace(huge.find("\n2\n"), 3, "\n99999999\n");  // more partitions than bytes
     CHECK_THROWS_AS(kk::decode_checkpoint(huge), std::runtime_error);
 }
+
+TEST_CASE("ordered_consumer: on_malformed runs once per message, also when the push is refused",
+          "[kafka][consumer]") {
+    kt::mock_cluster cluster(1);
+    cluster.create_topic("refused", 1);
+    {
+        kt::delivery_log log(2);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        // Sequence 1 of an episode whose 0 never comes: held until max_delay gives 0 up.
+        REQUIRE(kk::produce_to(rk.get(), "refused", 0, keyroute::stamp{7, 0, 1, 1, true}, "k", "0",
+                               {}, kt::delivery_log::opaque(0)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+        // Behind it, same key and partition: it must wait, and with max_events 1 it is refused
+        // (and pushed again) until the first goes.
+        const kk::header bad{keyroute::stamp_header_name.data(), "not a stamp"};
+        REQUIRE(kk::produce_to(rk.get(), "refused", 0, keyroute::stamp{}, "k", "1",
+                               kk::header_list(&bad, 1),
+                               kt::delivery_log::opaque(1)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+        REQUIRE(log.failures == 0);
+    }
+    auto config = config_for("refused");
+    config.reseq.max_events = 1;
+    config.reseq.max_delay = std::chrono::milliseconds(300);
+    std::vector<std::string> out;
+    kk::ordered_consumer c(kt::consumer_conf(cluster.bootstraps(), "refused"), config,
+                           [&](const kk::ordered_message& m) { out.emplace_back(m.value); });
+    int calls = 0;
+    c.on_malformed([&](const rd_kafka_message_t&, keyroute::stamp_error) {
+        ++calls;
+        return true;  // deliver it unstamped
+    });
+    kt::drain(c, std::chrono::seconds(20));
+    CHECK(c.stats().refused > 0);
+    CHECK(calls == 1);
+    CHECK(c.stats().malformed_stamps == 1);
+    CHECK(out == std::vector<std::string>{"0", "1"});
+}

@@ -25,7 +25,9 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -283,4 +285,111 @@ TEST_CASE("a consumer dropped without a commit and restarted many times loses no
     const auto problems = kt::order_problems(store.out, s);
     for (const auto& p : problems) UNSCOPED_INFO(p);
     CHECK(problems.empty());
+}
+
+namespace {
+
+// Produces events first..first+n-1 (unstamped, value = the id) to one partition.
+void produce_plain(const std::string& bootstraps, const std::string& topic, std::int32_t partition,
+                   int first, int n) {
+    kt::delivery_log log(static_cast<std::size_t>(first + n));
+    kt::handle rk = kt::make_producer(bootstraps, log);
+    for (int id = first; id < first + n; ++id) {
+        const std::string value = std::to_string(id);
+        REQUIRE(keyroute::kafka::produce_to(
+                    rk.get(), topic.c_str(), partition, keyroute::stamp{}, "key-" + value, value,
+                    {}, kt::delivery_log::opaque(static_cast<std::size_t>(id))) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+}
+
+auto values(const std::vector<kt::seen>& out) -> std::multiset<std::string> {
+    std::multiset<std::string> v;
+    for (const auto& d : out) v.insert(d.value);
+    return v;
+}
+
+auto ids(int first, int n) -> std::multiset<std::string> {
+    std::multiset<std::string> v;
+    for (int id = first; id < first + n; ++id) v.insert(std::to_string(id));
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("after a sink's exception the consumer commits nothing more: the event comes again",
+          "[kafka][consumer]") {
+    kt::mock_cluster cluster(1);
+    cluster.create_topic("sink-throws", 1);
+    produce_plain(cluster.bootstraps(), "sink-throws", 0, 0, 10);
+    memory_store store;
+    keyroute::kafka::ordered_consumer_config config;
+    config.topic = "sink-throws";
+    bool thrown = false;
+    {
+        keyroute::kafka::ordered_consumer consumer(
+            kt::consumer_conf(cluster.bootstraps(), "sink-throws"), config,
+            [&](const keyroute::kafka::ordered_message& m) {
+                if (m.value == "5" && !thrown) {
+                    thrown = true;
+                    throw std::runtime_error("the application's sink failed");
+                }
+                store.out.push_back(kt::seen{std::string(m.key), std::string(m.value)});
+            },
+            &store);
+        CHECK_THROWS_WITH(kt::drain(consumer, std::chrono::seconds(20)),
+                          "the application's sink failed");
+        CHECK(consumer.failed());
+        CHECK_THROWS_WITH(consumer.poll(std::chrono::milliseconds(1)),
+                          keyroute_test::contains("restart from the last checkpoint"));
+        CHECK_THROWS(consumer.commit());
+        consumer.close();  // closes without a commit
+    }
+    keyroute::kafka::ordered_consumer again(
+        kt::consumer_conf(cluster.bootstraps(), "sink-throws"), config,
+        [&](const keyroute::kafka::ordered_message& m) {
+            store.out.push_back(kt::seen{std::string(m.key), std::string(m.value)});
+        },
+        &store);
+    kt::drain(again, std::chrono::seconds(20));
+    again.close();
+    CHECK(values(store.out) == ids(0, 10));
+}
+
+TEST_CASE("a partition that gave no event before a restart is not skipped with latest",
+          "[kafka][consumer]") {
+    kt::mock_cluster cluster(1);
+    const std::string topic = "quiet";
+    cluster.create_topic(topic, 2);
+    std::vector<kt::seen> out;
+    const auto sink = [&](const keyroute::kafka::ordered_message& m) {
+        out.push_back(kt::seen{std::string(m.key), std::string(m.value)});
+    };
+    keyroute::kafka::ordered_consumer_config config;
+    config.topic = topic;
+    const kt::settings latest{{"auto.offset.reset", "latest"}};
+    {
+        keyroute::kafka::ordered_consumer consumer(
+            kt::consumer_conf(cluster.bootstraps(), "quiet", latest), config, sink);
+        kt::drain(consumer, std::chrono::seconds(20));  // both partitions at their (empty) end
+        produce_plain(cluster.bootstraps(), topic, 0, 0, 3);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (out.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+            consumer.poll(std::chrono::milliseconds(20));
+        }
+        consumer.close();
+    }
+    REQUIRE(values(out) == ids(0, 3));
+    // While it is down, both partitions get events: partition 1 never gave one before.
+    produce_plain(cluster.bootstraps(), topic, 0, 3, 3);
+    produce_plain(cluster.bootstraps(), topic, 1, 6, 3);
+    keyroute::kafka::ordered_consumer again(
+        kt::consumer_conf(cluster.bootstraps(), "quiet", latest), config, sink);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (out.size() < 9 && std::chrono::steady_clock::now() < deadline) {
+        again.poll(std::chrono::milliseconds(20));
+    }
+    again.close();
+    CHECK(values(out) == ids(0, 9));
 }

@@ -153,13 +153,16 @@ public:
     /// Receives each gap given up (see keyroute::gap_report).
     using gap_sink = std::function<void(const gap_report&)>;
     /// Receives a message whose stamp header is malformed; true: deliver it as unstamped, false:
-    /// the callback took it (it is not delivered, and is handed again after a restart if it came
-    /// after the last commit).
+    /// the callback took it (it is not delivered, and is handed again after a restart if it is
+    /// at or after the partition's committed offset). Called once per message.
     using malformed_sink = std::function<bool(const rd_kafka_message_t&, stamp_error)>;
 
     /// Creates the consumer from `conf` (ownership taken, also on failure) and assigns it every
     /// partition of `config.topic`, from the store's checkpoint if it has one, else from the
-    /// group's committed offsets (then auto.offset.reset). Sets enable.partition.eof=true,
+    /// group's committed offsets, else where auto.offset.reset says. A partition's first position
+    /// (its first message or end-of-partition event) is committed with the next commit even
+    /// before it gives an event, so that a restart does not resolve auto.offset.reset again
+    /// ("latest" would skip what came meanwhile). Sets enable.partition.eof=true,
     /// enable.auto.commit=false, enable.auto.offset.store=false, allow.auto.create.topics=false,
     /// fetch.wait.max.ms (config.fetch_wait, unless 0), and a group.id of
     /// "keyroute-ordered-<topic>" when `conf` has none. `store`, if given, outlives the consumer.
@@ -207,33 +210,17 @@ public:
     /// One turn: reads what librdkafka has (waiting up to `timeout` for the first message),
     /// delivers what is in order, pauses or resumes partitions, advances the watermark clock and
     /// commits when commit_interval has passed.
-    /// @throws std::runtime_error on a fatal error (file comment); what the sinks throw (the
-    ///         consumer must then be destroyed and restarted from the last checkpoint).
+    /// @throws std::runtime_error on a fatal error (file comment); what the sinks or the store
+    ///         throw. After any exception the consumer is failed: the event that was being
+    ///         delivered is lost to it, so it must not commit again (a later checkpoint would
+    ///         count that event as delivered). Destroy it (or close() it: then nothing is
+    ///         committed) and restart from the last checkpoint; poll() and commit() then throw
+    ///         std::runtime_error.
     void poll(std::chrono::milliseconds timeout) {
-        m_now = std::chrono::steady_clock::now();
-        tick();
-        if (m_now - m_last_metadata >= m_config.metadata_interval) check_partition_count();
-        const auto deadline = m_now + timeout;
-        for (;;) {
-            for (int k = 0; k < 100; ++k) {  // errors and events: the consumer queue
-                rd_kafka_message_t* m = rd_kafka_consumer_poll(m_rk.get(), 0);
-                if (m == nullptr) break;
-                handle(message_ptr(m));
-            }
-            if (merge() > 0 || steady::now() >= deadline) break;
-            // Nothing to read yet: wait a little on the consumer queue (errors wake it).
-            const auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-            rd_kafka_message_t* m = rd_kafka_consumer_poll(
-                m_rk.get(), static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 5)));
-            if (m != nullptr) handle(message_ptr(m));
-            m_now = steady::now();
-        }
-        m_now = std::chrono::steady_clock::now();
-        tick();
-        regulate();
-        m_reseq.advance_watermark(clock());
-        if (m_now - m_last_commit >= m_config.commit_interval) commit(false);
+        refuse_if_failed("poll");
+        m_failed = true;  // until this call returns normally
+        turn(timeout);
+        m_failed = false;
     }
 
     /// True when every partition is read to its end (as far as librdkafka knows) and nothing
@@ -247,36 +234,27 @@ public:
     }
 
     /// Saves the checkpoint to the store (if any), then commits the committable offsets to the
-    /// group (synchronously when `sync`). @throws what the store throws.
+    /// group (synchronously when `sync`). @throws what the store throws (the consumer is then
+    /// failed, see poll()); std::runtime_error on a failed consumer.
     void commit(bool sync = true) {
-        m_last_commit = m_now;
-        if (m_store != nullptr) {
-            m_store->save(consumer_checkpoint{m_config.topic, m_partitions, m_reseq.checkpoint()});
-        }
-        rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(m_partitions);
-        for (std::int32_t p = 0; p < m_partitions; ++p) {
-            if (const auto off = m_reseq.committable_offset(static_cast<std::uint32_t>(p))) {
-                rd_kafka_topic_partition_list_add(list, m_config.topic.c_str(), p)->offset = *off;
-            }
-        }
-        if (list->cnt > 0) {
-            const auto err = rd_kafka_commit(m_rk.get(), list, sync ? 0 : 1);
-            if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-                ++m_stats.consume_errors;
-            }
-        }
-        rd_kafka_topic_partition_list_destroy(list);
-        ++m_stats.commits;
+        refuse_if_failed("commit");
+        m_failed = true;
+        save_and_commit(sync);
+        m_failed = false;
     }
 
     /// Commits (held events stay uncommitted: a restart re-reads them) and closes the consumer.
+    /// A failed consumer (see poll()) is closed without a commit.
     void close() {
         if (m_closed) return;
-        commit(true);
+        if (!m_failed) commit(true);
         release_queues();
         rd_kafka_consumer_close(m_rk.get());
         m_closed = true;
     }
+
+    /// True after poll() or commit() threw: only a restart from the last checkpoint is valid.
+    [[nodiscard]] auto failed() const noexcept -> bool { return m_failed; }
 
     /// The librdkafka handle (for rd_kafka_mock_*, statistics, or an extra poll of its events).
     [[nodiscard]] auto handle() const noexcept -> rd_kafka_t* { return m_rk.get(); }
@@ -327,13 +305,77 @@ private:
         std::unique_ptr<rd_kafka_queue_t, queue_deleter> queue;  ///< its own, not forwarded
         std::deque<message_ptr> local;  ///< taken from `queue`, not pushed yet (in order)
         bool started = false;
-        bool at_end = false;        ///< an end-of-partition event since its last message
-        bool paused = false;        ///< paused in librdkafka (ahead, or after a refusal)
-        bool ahead = false;         ///< paused because it ran ahead
-        std::int64_t next = -1;     ///< one past the last offset pushed, -1 before the first
-        std::int64_t last_ts = -1;  ///< the last message's timestamp
+        bool at_end = false;             ///< an end-of-partition event since its last message
+        bool paused = false;             ///< paused in librdkafka (ahead, or after a refusal)
+        bool ahead = false;              ///< paused because it ran ahead
+        std::int64_t next = -1;          ///< one past the last offset pushed, -1 before the first
+        std::int64_t start = -1;         ///< its first position read (message or end), -1 before
+        std::int64_t malformed_at = -1;  ///< the last message whose stamp was found malformed
+        bool malformed_keep = true;      ///< ... and whether on_malformed let it be delivered
+        std::int64_t last_ts = -1;       ///< the last message's timestamp
         steady::time_point last_progress{};
     };
+
+    /// One poll() turn.
+    void turn(std::chrono::milliseconds timeout) {
+        m_now = std::chrono::steady_clock::now();
+        tick();
+        if (m_now - m_last_metadata >= m_config.metadata_interval) check_partition_count();
+        const auto deadline = m_now + timeout;
+        for (;;) {
+            for (int k = 0; k < 100; ++k) {  // errors and events: the consumer queue
+                rd_kafka_message_t* m = rd_kafka_consumer_poll(m_rk.get(), 0);
+                if (m == nullptr) break;
+                handle(message_ptr(m));
+            }
+            if (merge() > 0 || steady::now() >= deadline) break;
+            // Nothing to read yet: wait a little on the consumer queue (errors wake it).
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+            rd_kafka_message_t* m = rd_kafka_consumer_poll(
+                m_rk.get(), static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 5)));
+            if (m != nullptr) handle(message_ptr(m));
+            m_now = steady::now();
+        }
+        m_now = std::chrono::steady_clock::now();
+        tick();
+        regulate();
+        m_reseq.advance_watermark(clock());
+        if (m_now - m_last_commit >= m_config.commit_interval) save_and_commit(false);
+    }
+
+    /// Saves the checkpoint, then commits the offsets (commit() without the failure guard).
+    void save_and_commit(bool sync) {
+        m_last_commit = m_now;
+        if (m_store != nullptr) {
+            m_store->save(consumer_checkpoint{m_config.topic, m_partitions, m_reseq.checkpoint()});
+        }
+        rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(m_partitions);
+        for (std::int32_t p = 0; p < m_partitions; ++p) {
+            const auto off = m_reseq.committable_offset(static_cast<std::uint32_t>(p));
+            const std::int64_t start = m_parts[static_cast<std::size_t>(p)].start;
+            if (off || start >= 0) {
+                rd_kafka_topic_partition_list_add(list, m_config.topic.c_str(), p)->offset =
+                    off ? *off : start;
+            }
+        }
+        if (list->cnt > 0) {
+            const auto err = rd_kafka_commit(m_rk.get(), list, sync ? 0 : 1);
+            if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+                ++m_stats.consume_errors;
+            }
+        }
+        rd_kafka_topic_partition_list_destroy(list);
+        ++m_stats.commits;
+    }
+
+    void refuse_if_failed(const char* call) const {
+        if (m_failed) {
+            fail(std::string(call) + "() after an exception from poll() or commit(): restart " +
+                 "from the last checkpoint (the event being delivered then is lost to this " +
+                 "consumer)");
+        }
+    }
 
     static constexpr int batch = 1000;          ///< messages pushed per poll() at most
     static constexpr std::size_t refill = 500;  ///< messages taken from a partition at once
@@ -502,11 +544,18 @@ private:
             }
             // A partition's own queue is not forwarded here; should librdkafka deliver one of
             // its messages on the consumer queue anyway, it goes into its run in offset order.
-            auto& run = m_parts[static_cast<std::size_t>(m->partition)].local;
+            part& p = m_parts[static_cast<std::size_t>(m->partition)];
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR && m->offset < p.next) {
+                // Pushed now, it would be taken for a re-read and dropped: say so instead.
+                fail("message " + std::to_string(m->offset) + " of partition " +
+                     std::to_string(m->partition) + " came after offset " +
+                     std::to_string(p.next - 1) + " was read");
+            }
             const auto at = std::upper_bound(
-                run.begin(), run.end(), m->offset,
+                p.local.begin(), p.local.end(), m->offset,
                 [](std::int64_t offset, const message_ptr& x) { return offset < x->offset; });
-            run.insert(at, std::move(m));
+            p.local.insert(at, std::move(m));
+            if (p.start < 0 && p.local.front()->offset >= 0) p.start = p.local.front()->offset;
             return;
         }
         if (rd_kafka_fatal_error(m_rk.get(), nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -528,6 +577,9 @@ private:
         std::array<rd_kafka_message_t*, refill> got{};
         const auto n = rd_kafka_consume_batch_queue(p.queue.get(), 0, got.data(), got.size());
         for (ssize_t k = 0; k < n; ++k) p.local.emplace_back(got[static_cast<std::size_t>(k)]);
+        if (p.start < 0 && !p.local.empty() && p.local.front()->offset >= 0) {
+            p.start = p.local.front()->offset;
+        }
     }
 
     /// Pushes the partitions' messages oldest timestamp first, a partition at a time while it
@@ -618,8 +670,12 @@ private:
         const auto st = try_read_stamp(&m, &error);
         const auto offset = m.offset;
         if (error != stamp_error::none) {
-            ++m_stats.malformed_stamps;
-            if (m_on_malformed && !m_on_malformed(m, error)) {
+            if (p.malformed_at != offset) {  // once per message, not per retry after a refusal
+                p.malformed_at = offset;
+                ++m_stats.malformed_stamps;
+                p.malformed_keep = !m_on_malformed || m_on_malformed(m, error);
+            }
+            if (!p.malformed_keep) {
                 p.next = offset + 1;
                 return true;
             }
@@ -773,6 +829,7 @@ private:
     steady::duration m_running{};
     bool m_frozen = true;
     bool m_closed = false;
+    bool m_failed = false;  // poll() or commit() threw: see poll()
     steady::time_point m_now{};
     steady::time_point m_last_tick{};
     steady::time_point m_last_commit{};
