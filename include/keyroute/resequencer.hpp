@@ -78,6 +78,7 @@
 #include "hash.hpp"
 #include "resequencer/hashed_index.hpp"
 #include "resequencer/node_pool.hpp"
+#include "resequencer/sequence_window.hpp"
 #include "stamp.hpp"
 
 #include <algorithm>
@@ -515,9 +516,10 @@ public:
             out.last_time = ep.last_time;
             out.given_up = ep.given_up;
             out.forgotten_below = ep.forgotten_below;
-            for (const auto& [seq, slot] : ep.held) {
+            ep.held.find_if([&](std::uint64_t seq, std::uint32_t slot) {
                 if (slot == tombstone) out.delivered_ahead.push_back(seq);
-            }
+                return false;
+            });
             if (ep.finished) out.delivered_ahead.push_back(last_sequence);
             out.held_events = ep.pinned;  // re-reads still to come after an earlier restore
             cp.episodes.push_back(std::move(out));
@@ -569,6 +571,7 @@ public:
             episode_state& ep = new_episode(detail::episode_key{e.producer, e.lane, e.episode});
             ep.key = e.key;
             ep.next = e.next_sequence;
+            ep.held.rebase(ep.next);
             ep.last_time = e.last_time;
             ep.given_up = e.given_up;
             ep.forgotten_below = e.forgotten_below;
@@ -578,7 +581,7 @@ public:
                 ep.forgotten_below = std::min_element(e.given_up.begin(), e.given_up.end())->first;
             }
             normalize_given_up(ep);
-            for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
+            for (const std::uint64_t seq : e.delivered_ahead) ep.held.insert(seq, tombstone);
             after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
             // An episode that held events is remembered until they are re-read, as it would
             // have been without the restart (until 0.2.7 every restored episode was idle, and
@@ -671,11 +674,12 @@ private:
     struct episode_state;
     struct partition_state;
 
-    /// An episode's held sequences: sequence -> slot, or tombstone (delivered ahead). Its nodes
-    /// come from the resequencer's node_pool.
-    using held_map =
-        std::map<std::uint64_t, std::uint32_t, std::less<>,
-                 detail::pool_allocator<std::pair<const std::uint64_t, std::uint32_t>>>;
+    /// An episode's held sequences: sequence -> slot, or tombstone (delivered ahead), all at or
+    /// above the episode's next sequence (the window's base, kept equal to it). Its storage
+    /// comes from the resequencer's node_pool.
+    using held_map = detail::sequence_window;
+    static_assert(held_map::vacant != tombstone && held_map::vacant != waits_for_pushed,
+                  "the window's vacant mark is neither a slot nor a tombstone");
 
     /// The hash of (key, partition), computed on first use: a push that finds nothing held
     /// never needs it.
@@ -818,7 +822,6 @@ private:
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
         partition_state* part = nullptr;  // the event's partition, if its offset was seen before
-        typename held_map::iterator where{};  // insertion hint in held
     };
 
     template <class E>
@@ -913,10 +916,15 @@ private:
             }
         }
         if (p.episode != nullptr) {
-            for (const auto& [seq, slot] : p.episode->held) {
-                if (seq >= st.sequence) break;
-                if (slot == tombstone) continue;
-                force(slot, at(slot).serial, gap_reason::full);
+            std::uint32_t first = no_slot;
+            p.episode->held.find_if([&](std::uint64_t seq, std::uint32_t slot) {
+                if (seq >= st.sequence) return true;
+                if (slot == tombstone) return false;
+                first = slot;
+                return true;
+            });
+            if (first != no_slot) {
+                force(first, at(first).serial, gap_reason::full);
                 return;
             }
         }
@@ -1030,8 +1038,7 @@ private:
                     }
                     p.late = true;
                 } else {
-                    p.where = ep.held.lower_bound(st.sequence);
-                    if (p.where != ep.held.end() && p.where->first == st.sequence) {
+                    if (ep.held.get(st.sequence) != held_map::vacant) {
                         p.what = verdict::duplicate;
                         return p;
                     }
@@ -1109,7 +1116,7 @@ private:
         const auto [it, made] = m_episodes.try_emplace(id);
         if (made) {
             it->second.id = id;
-            it->second.held = held_map(typename held_map::allocator_type(m_pool));
+            it->second.held = held_map(held_map::allocator_type(m_pool));
             m_episode_index.insert(detail::episode_key_hash{}(id), &it->second);
         }
         return it->second;
@@ -1251,10 +1258,8 @@ private:
             e.episode = &ep;
             if (p.late) {
                 remove_given_up(ep, st.sequence);
-            } else if (p.episode != nullptr) {
-                ep.held.emplace_hint(p.where, st.sequence, slot);
             } else {
-                ep.held.emplace(st.sequence, slot);
+                ep.held.insert(st.sequence, slot);
             }
             if (ep.refs++ == 0) idle_unlink(ep);
             unpin_one(ep, p.reread);
@@ -1348,9 +1353,13 @@ private:
     // Moves the episode's next sequence on by one. Past last_sequence there is nothing to expect:
     // the episode is finished instead of wrapping to 0 (which would take every given-up or
     // delivered sequence for a new one).
-    static void step_next(episode_state& ep) noexcept {
-        if (ep.next == last_sequence) ep.finished = true;
-        else ++ep.next;
+    static void step_next(episode_state& ep) {
+        if (ep.next == last_sequence) {
+            ep.finished = true;
+        } else {
+            ++ep.next;
+            ep.held.rebase(ep.next);
+        }
     }
 
     // Whether `seq` is behind the episode's progress: delivered or given up (or delivered ahead).
@@ -1360,9 +1369,8 @@ private:
 
     // Moves the episode's next sequence past the sequences already delivered ahead of it.
     static void skip_delivered_ahead(episode_state& ep) {
-        while (!ep.finished && !ep.held.empty() && ep.held.begin()->first == ep.next &&
-               ep.held.begin()->second == tombstone) {
-            ep.held.erase(ep.held.begin());
+        while (!ep.finished && ep.held.get(ep.next) == tombstone) {
+            ep.held.erase(ep.next);
             step_next(ep);
         }
     }
@@ -1371,8 +1379,10 @@ private:
     // it is held. `after` is the serial of the event just released from a fifo being scanned.
     void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
         skip_delivered_ahead(ep);
-        if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
-        const entry& nxt = at(ep.held.begin()->second);
+        if (ep.finished) return;
+        const std::uint32_t slot = ep.held.get(ep.next);
+        if (slot == held_map::vacant) return;
+        const entry& nxt = at(slot);
         // A forward scan of the same fifo reaches events pushed after the one it released.
         if (scanning_serial != 0 && nxt.queue == m_book.scanning && nxt.serial > scanning_serial)
             return;
@@ -1393,20 +1403,23 @@ private:
             m_book.protect_hit = true;
         }
         while (ep.next < limit) {
-            const auto first = ep.held.begin();
-            if (first != ep.held.end() && first->first == ep.next) {
-                if (first->second != tombstone) return;
-                ep.held.erase(first);
+            std::uint64_t first_seq = 0;
+            std::uint32_t first_slot = 0;
+            const bool any = ep.held.first(first_seq, first_slot);
+            if (any && first_seq == ep.next) {
+                if (first_slot != tombstone) return;
+                ep.held.erase(first_seq);
                 ++ep.next;
+                ep.held.rebase(ep.next);
                 continue;
             }
-            const std::uint64_t upto =
-                first == ep.held.end() ? limit : std::min(limit, first->first);
+            const std::uint64_t upto = any ? std::min(limit, first_seq) : limit;
             const std::uint64_t from = ep.next;
             // The episode moves past the range (and the sequences delivered ahead right after
             // it) before the gap sink runs: if it throws, the range is given up all the same,
             // and the next call finds the event at the new next sequence ready.
             ep.next = upto;
+            ep.held.rebase(ep.next);
             skip_delivered_ahead(ep);
             report_gap(ep, from, upto - 1, why);
         }
@@ -1540,11 +1553,11 @@ private:
             episode_state& ep = *e.episode;
             if (!e.late) {
                 if (e.st.sequence == ep.next) {
-                    ep.held.erase(ep.held.begin());
+                    ep.held.erase(ep.next);
                     step_next(ep);
                     after_advance(ep, e.serial);
                 } else {
-                    ep.held[e.st.sequence] = tombstone;
+                    ep.held.assign(e.st.sequence, tombstone);
                 }
             }
             --ep.refs;
@@ -1580,9 +1593,9 @@ private:
         if (e.episode != nullptr && !e.late) {
             give_up_below(*e.episode, e.st.sequence, why);
             if (e.episode->next < e.st.sequence) {
-                const auto first = e.episode->held.begin();
+                const std::uint32_t first = e.episode->held.get(e.episode->next);
                 // Not held there: the protected sequence, whose event is being pushed.
-                return first->first == e.episode->next ? first->second : waits_for_pushed;
+                return first != held_map::vacant ? first : waits_for_pushed;
             }
         }
         const fifo& q = *e.queue;
