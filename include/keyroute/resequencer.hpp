@@ -719,6 +719,8 @@ private:
         partition_state* part = nullptr;    // null without an offset
         std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
         std::uint32_t part_next = no_slot;
+        std::uint32_t queue_prev = no_slot;  // its fifo's events, in partition order
+        std::uint32_t queue_next = no_slot;
         bool late = false;
         bool unknown = false;  // late because its episode's history below it is forgotten
     };
@@ -728,12 +730,15 @@ private:
         std::string key;
         std::uint32_t partition = 0;
         std::uint64_t hash = 0;
-        std::vector<std::uint32_t> items;  // slots; [head, size) are live
-        std::size_t head = 0;
+        // Its events, linked through entry::queue_prev/queue_next: nothing to allocate per event,
+        // and a scan reads each entry it visits and nothing else.
+        std::uint32_t first = no_slot;
+        std::uint32_t last = no_slot;
+        std::size_t count = 0;
         std::size_t unstamped = 0;
         bool dirty = false;
         bool emptied = false;  // listed in m_emptied
-        [[nodiscard]] auto size() const noexcept -> std::size_t { return items.size() - head; }
+        [[nodiscard]] auto size() const noexcept -> std::size_t { return count; }
     };
 
     struct episode_state {
@@ -907,10 +912,10 @@ private:
     void clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p) {
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
-            for (std::size_t i = q.head; i < q.items.size(); ++i) {
-                const entry& y = at(q.items[i]);
+            for (std::uint32_t k = q.first; k != no_slot; k = at(k).queue_next) {
+                const entry& y = at(k);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
-                    force(q.items[i], y.serial, gap_reason::full);
+                    force(k, y.serial, gap_reason::full);
                     return;
                 }
             }
@@ -1004,8 +1009,8 @@ private:
     [[nodiscard]] auto fifo_blocks(const fifo& q, const stamp& st) const noexcept -> bool {
         if (q.size() == 0) return false;
         if (!st || q.unstamped != 0) return true;
-        for (std::size_t i = q.head; i < q.items.size(); ++i) {
-            if (blocks_stamp(at(q.items[i]).st, st)) return true;
+        for (std::uint32_t k = q.first; k != no_slot; k = at(k).queue_next) {
+            if (blocks_stamp(at(k).st, st)) return true;
         }
         return false;
     }
@@ -1251,7 +1256,12 @@ private:
             m_fifos.insert(h, q);
         }
         e.queue = q;
-        q->items.push_back(slot);
+        e.queue_prev = q->last;
+        e.queue_next = no_slot;
+        if (q->last != no_slot) at(q->last).queue_next = slot;
+        else q->first = slot;
+        q->last = slot;
+        ++q->count;
         if (!st) ++q->unstamped;
         if (st) {
             episode_state& ep = episode_for(st, key, time, p.episode);
@@ -1462,10 +1472,10 @@ private:
         // scan ever indexed (the index exists only past seen_linear lanes).
         if (!m_seen_index.empty()) m_seen_index = decltype(m_seen_index){};
         bool seen_any = false;
-        std::size_t i = q.head;
-        while (i < q.items.size()) {
-            const std::uint32_t slot = q.items[i];
+        std::uint32_t slot = q.first;
+        while (slot != no_slot) {
             const entry& e = at(slot);
+            const std::uint32_t after = e.queue_next;
             bool blocked = seen_any && !e.st;
             if (!blocked && e.st) {
                 // blocks_stamp by any stamp skipped before it, from their lanes (until 0.2.13 a
@@ -1474,15 +1484,14 @@ private:
                 blocked = seen != nullptr && (seen->mixed || seen->episode != e.st.episode);
             }
             if (!blocked && seq_ready(e)) {
-                const bool at_head = i == q.head;
-                release(slot, i, delivery_order::in_order);
-                if (at_head) i = q.head;  // the head moved (and the vector may be compacted)
+                release(slot, delivery_order::in_order);  // takes nothing else from q
+                slot = after;
                 continue;
             }
             seen_any = true;
             if (!e.st) break;  // nothing behind an unstamped held event can pass it
             note_seen(e.st);
-            ++i;
+            slot = after;
         }
         m_book.scanning = nullptr;
     }
@@ -1501,23 +1510,15 @@ private:
             q->emptied = false;
             if (q->size() != 0) continue;
             m_fifos.erase(q->hash, q);
-            q->items.clear();
-            q->head = 0;
+            q->first = q->last = no_slot;
             q->unstamped = 0;
             m_spare_fifos.push_back(q);
         }
         m_emptied.clear();
     }
 
-    [[nodiscard]] auto position_in(const fifo& q, std::uint32_t slot) const noexcept
-        -> std::size_t {
-        std::size_t i = q.head;
-        while (i < q.items.size() && q.items[i] != slot) ++i;
-        return i;
-    }
-
-    // Removes the event at items[pos] of its fifo from every index and delivers it.
-    void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
+    // Removes the held event `slot` from every index and delivers it.
+    void release(std::uint32_t slot, delivery_order order) {
         entry& e = at(slot);
         fifo& q = *e.queue;
         // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
@@ -1530,19 +1531,12 @@ private:
         delivery_type d{
             Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
         m_book.in_user_code = false;
-        if (pos == q.head) {
-            ++q.head;
-            if (q.head == q.items.size()) {
-                q.items.clear();
-                q.head = 0;
-            } else if (q.head >= 32 && q.head * 2 >= q.items.size()) {
-                q.items.erase(q.items.begin(),
-                              q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
-                q.head = 0;
-            }
-        } else {
-            q.items.erase(q.items.begin() + static_cast<std::ptrdiff_t>(pos));
-        }
+        if (e.queue_prev != no_slot) at(e.queue_prev).queue_next = e.queue_next;
+        else q.first = e.queue_next;
+        if (e.queue_next != no_slot) at(e.queue_next).queue_prev = e.queue_prev;
+        else q.last = e.queue_prev;
+        e.queue_prev = e.queue_next = no_slot;
+        --q.count;
         if (!e.st) --q.unstamped;
         if (q.size() == 0 && !q.emptied) {
             q.emptied = true;
@@ -1599,9 +1593,9 @@ private:
             }
         }
         const fifo& q = *e.queue;
-        for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
-            const entry& y = at(q.items[i]);
-            if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return q.items[i];
+        for (std::uint32_t k = q.first; k != slot; k = at(k).queue_next) {
+            const entry& y = at(k);
+            if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return k;
         }
         return no_slot;
     }
@@ -1616,11 +1610,11 @@ private:
                 const std::uint32_t b = blocker(y, why);
                 if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
-                    release(y, position_in(*at(y).queue, y), delivery_order::in_order);
+                    release(y, delivery_order::in_order);
                     break;
                 }
                 if (at(b).visit == walk) {
-                    release(y, position_in(*at(y).queue, y), delivery_order::out_of_order);
+                    release(y, delivery_order::out_of_order);
                     break;
                 }
                 y = b;
