@@ -82,6 +82,7 @@
 #include "stamp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -706,28 +707,46 @@ private:
         bool mixed;
     };
 
+    // What a scan and a push's look-ups read comes first (the first 64 bytes of the entry).
     struct entry {
-        std::optional<Event> event;
         stamp st;
-        origin source;
-        time_type time{};
-        std::size_t bytes = 0;
-        std::uint64_t serial = 0;  // 0: free slot
-        std::uint64_t visit = 0;
+        episode_state* episode = nullptr;  // null when unstamped
         fifo* queue = nullptr;
-        episode_state* episode = nullptr;   // null when unstamped
-        partition_state* part = nullptr;    // null without an offset
-        std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
-        std::uint32_t part_next = no_slot;
-        std::uint32_t queue_prev = no_slot;  // its fifo's events, in partition order
-        std::uint32_t queue_next = no_slot;
+        std::uint32_t queue_next = no_slot;  // its fifo's events, in partition order
         bool late = false;
         bool unknown = false;  // late because its episode's history below it is forgotten
+        std::uint64_t serial = 0;  // 0: free slot
+        std::uint32_t queue_prev = no_slot;
+        std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
+        std::uint32_t part_next = no_slot;
+        partition_state* part = nullptr;  // null without an offset
+        time_type time{};
+        std::size_t bytes = 0;
+        std::uint64_t visit = 0;
+        origin source;
+        std::optional<Event> event;
     };
 
     // The held events of one key read from one partition, in partition order.
     struct fifo {
-        std::string key;
+        // Its key: in place up to short_key bytes (the push that finds the fifo compares it
+        // without loading another cache line), else in long_key (which keeps its capacity).
+        static constexpr std::size_t short_key = 24;
+        std::array<char, short_key> key_bytes{};
+        std::size_t key_size = 0;
+        std::string long_key;
+        [[nodiscard]] auto key() const noexcept -> std::string_view {
+            return key_size <= short_key ? std::string_view(key_bytes.data(), key_size)
+                                         : std::string_view(long_key);
+        }
+        void set_key(std::string_view k) {
+            if (k.size() <= short_key) {
+                std::copy(k.begin(), k.end(), key_bytes.begin());
+            } else {
+                long_key.assign(k.data(), k.size());
+            }
+            key_size = k.size();
+        }
         std::uint32_t partition = 0;
         std::uint64_t hash = 0;
         // Its events, linked through entry::queue_prev/queue_next: nothing to allocate per event,
@@ -946,7 +965,7 @@ private:
     [[nodiscard]] auto find_fifo(std::string_view key, std::uint64_t h,
                                  std::uint32_t partition) const -> fifo* {
         return m_fifos.find(
-            h, [&](const fifo& q) { return q.partition == partition && q.key == key; });
+            h, [&](const fifo& q) { return q.partition == partition && q.key() == key; });
     }
 
     [[nodiscard]] auto find_episode(const stamp& st) -> episode_state* {
@@ -1250,7 +1269,7 @@ private:
             }
             q = m_spare_fifos.back();
             m_spare_fifos.pop_back();
-            q->key.assign(key.data(), key.size());
+            q->set_key(key);
             q->partition = source.partition;
             q->hash = h;
             m_fifos.insert(h, q);
@@ -1529,7 +1548,7 @@ private:
         // the bookkeeping, and a throw there lost it).
         m_book.in_user_code = true;
         delivery_type d{
-            Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
+            Event(std::move(*e.event)), q.key(), e.st, e.source, e.time, final_order, e.unknown};
         m_book.in_user_code = false;
         if (e.queue_prev != no_slot) at(e.queue_prev).queue_next = e.queue_next;
         else q.first = e.queue_next;
