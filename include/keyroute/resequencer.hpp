@@ -714,7 +714,7 @@ private:
         fifo* queue = nullptr;
         std::uint32_t queue_next = no_slot;  // its fifo's events, in partition order
         bool late = false;
-        bool unknown = false;  // late because its episode's history below it is forgotten
+        bool unknown = false;      // late because its episode's history below it is forgotten
         std::uint64_t serial = 0;  // 0: free slot
         std::uint32_t queue_prev = no_slot;
         std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
@@ -1062,7 +1062,7 @@ private:
                     }
                     p.late = true;
                 } else {
-                    if (ep.held.get(st.sequence) != held_map::vacant) {
+                    if (!ep.held.empty() && ep.held.get(st.sequence) != held_map::vacant) {
                         p.what = verdict::duplicate;
                         return p;
                     }
@@ -1107,10 +1107,14 @@ private:
         -> partition_state* {
         if (source.offset < 0) return nullptr;
         partition_state& ps = known != nullptr ? *known : partition_of(source.partition);
-        if (reread && ps.rereads.erase(source.offset) != 0 && --m_book.rereads_left == 0)
-            unpin_all();
+        if (reread) note_reread(ps, source.offset);
         if (source.offset >= ps.next_offset) ps.next_offset = source.offset + 1;
         return &ps;
+    }
+
+    // An offset held at the restored checkpoint is read again (out of line: after a restore only).
+    void note_reread(partition_state& ps, std::int64_t offset) {
+        if (ps.rereads.erase(offset) != 0 && --m_book.rereads_left == 0) unpin_all();
     }
 
     // A re-read event of an episode that held events at the restored checkpoint.
@@ -1398,7 +1402,7 @@ private:
 
     // Moves the episode's next sequence past the sequences already delivered ahead of it.
     static void skip_delivered_ahead(episode_state& ep) {
-        while (!ep.finished && ep.held.get(ep.next) == tombstone) {
+        while (!ep.finished && !ep.held.empty() && ep.held.get(ep.next) == tombstone) {
             ep.held.erase(ep.next);
             step_next(ep);
         }
@@ -1407,8 +1411,13 @@ private:
     // The episode's next sequence moved: skip tombstones, and wake the fifo of the next one if
     // it is held. `after` is the serial of the event just released from a fifo being scanned.
     void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
+        if (!ep.held.empty()) wake_next(ep, scanning_serial);  // nothing held: nothing to do
+    }
+
+    // after_advance() for an episode that holds something.
+    void wake_next(episode_state& ep, std::uint64_t scanning_serial) {
         skip_delivered_ahead(ep);
-        if (ep.finished) return;
+        if (ep.finished || ep.held.empty()) return;
         const std::uint32_t slot = ep.held.get(ep.next);
         if (slot == held_map::vacant) return;
         const entry& nxt = at(slot);

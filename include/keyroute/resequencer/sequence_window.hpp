@@ -140,6 +140,16 @@ public:
     /// Moves the base up to `next`. @pre no sequence below `next` is held, next >= base().
     void rebase(std::uint64_t next) {
         m_base = next;
+        if (!m_far.empty()) pull_far();
+    }
+
+private:
+    using ring = std::array<std::uint32_t, width>;
+    using ring_allocator = pool_allocator<ring>;
+    static_assert((width & (width - 1)) == 0, "width is a power of two");
+
+    // Moves the map's keys that the base brought within the window into the ring.
+    void pull_far() {
         while (!m_far.empty() && m_far.begin()->first - m_base < width) {
             const auto it = m_far.begin();
             if (m_ring == nullptr) take_ring();
@@ -148,11 +158,6 @@ public:
             m_far.erase(it);
         }
     }
-
-private:
-    using ring = std::array<std::uint32_t, width>;
-    using ring_allocator = pool_allocator<ring>;
-    static_assert((width & (width - 1)) == 0, "width is a power of two");
 
     [[nodiscard]] static auto pos(std::uint64_t seq) noexcept -> std::size_t {
         return static_cast<std::size_t>(seq & (width - 1));
