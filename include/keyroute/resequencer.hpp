@@ -350,9 +350,10 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// (bounded by the held events plus max_idle_episodes) O(1) plus a copy of its key and at most
 /// 256 given-up ranges of 16 bytes, which max_bytes does not count: with long keys or many
 /// gaps, bound max_idle_episodes too. The storage of held events (their slots, their episodes'
-/// map nodes, the per-key partition queues, the indexes) is kept at its peak and reused, so
-/// that holding and releasing in a steady state allocates almost nothing (a reused queue may
-/// grow its buffers): the memory bound is the peak's.
+/// windows of held sequences, 256 bytes for each episode holding any, and map nodes for
+/// sequences far ahead, the per-key partition queues, the indexes) is kept at its peak and
+/// reused, so that holding and releasing in a steady state allocates almost nothing (a reused
+/// queue may grow the buffer of a key longer than 24 bytes): the memory bound is the peak's.
 ///
 /// Duplicates: a re-read event is recognised (a) by its offset, when it is below the highest
 /// offset already accepted on its partition, and (b) by its stamp, when its sequence is below the
