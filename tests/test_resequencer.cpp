@@ -151,6 +151,60 @@ TEST_CASE("rule 1: an episode's events come out in sequence order", "[ordering][
     CHECK(h.events().back() == 4);
 }
 
+TEST_CASE("rule 1: sequences far ahead of the next one wait, come in order and are given up",
+          "[ordering][resequencer]") {
+    // Past the held window (detail::sequence_window::width ahead of next) sequences are kept
+    // apart; they must behave as the near ones, as next reaches them or jumps over gaps.
+    constexpr std::uint64_t far = std::uint64_t{1} << 40U;
+    harness h(config());
+    CHECK(h.stamped("k", lane_a(far + 1), 1, 0, 41) == push_result::accepted);
+    CHECK(h.stamped("k", lane_a(far), 2, 0, 40) == push_result::accepted);
+    CHECK(h.stamped("k", lane_a(200), 3, 0, 200) == push_result::accepted);
+    CHECK(h.stamped("k", lane_a(70), 4, 0, 70) == push_result::accepted);
+    CHECK(h.stamped("k", lane_a(65), 5, 0, 65) == push_result::accepted);
+    CHECK(h.stamped("k", lane_a(3), 6, 0, 3) == push_result::accepted);
+    CHECK(h.stamped("k", lane_a(far), 7, 0, -1) == push_result::duplicate);  // held far ahead
+    CHECK(h.stamped("k", lane_a(70), 7, 1, -1) == push_result::duplicate);
+    CHECK(h.r.held_events() == 6);
+    for (int s = 0; s < 3; ++s) h.stamped("k", lane_a(static_cast<std::uint64_t>(s)), 0, s, s);
+    CHECK(h.events() == std::vector<int>{0, 1, 2, 3});
+    // 64 sequences on from 4 (all near): delivered as they come, the far ones still held.
+    for (std::uint64_t s = 4; s < 65; ++s) {
+        h.stamped("k", lane_a(s), 8, static_cast<std::int64_t>(s), static_cast<int>(s));
+    }
+    CHECK(h.events().back() == 65);
+    CHECK(h.r.held_events() == 4);
+    h.r.flush();
+    std::vector<int> expected;
+    for (int s = 0; s <= 65; ++s) expected.push_back(s);
+    for (const int e : {70, 200, 40, 41}) expected.push_back(e);
+    CHECK(h.events() == expected);
+    REQUIRE(h.gaps.size() == 3);
+    CHECK((h.gaps[0].first == 66 && h.gaps[0].last == 69));
+    CHECK((h.gaps[1].first == 71 && h.gaps[1].last == 199));
+    CHECK((h.gaps[2].first == 201 && h.gaps[2].last == far - 1));
+    CHECK(h.r.held_events() == 0);
+    // Given up far below, delivered far above: late and duplicate as anywhere else.
+    CHECK(h.stamped("k", lane_a(far), 9, 0, -1) == push_result::duplicate);
+    CHECK(h.stamped("k", lane_a(far - 7), 9, 1, 99) == push_result::accepted);
+    CHECK(h.out.back().order == delivery_order::late);
+    CHECK(h.stamped("k", lane_a(far + 2), 9, 2, 42) == push_result::accepted);
+    CHECK(h.events().back() == 42);
+    // Next jumps far over a gap given up, straight into held sequences that were past the window.
+    harness g(config());
+    g.stamped("k", lane_a(far + 5), 1, 0, 5);  // held far ahead
+    g.stamped("k", lane_a(far + 9), 2, 0, 9);  // held far ahead
+    g.stamped("k", lane_a(far + 6), 2, 1, 6);  // same episode: not behind far + 9
+    g.stamped("k", lane_a(0), 0, 0, 0);
+    g.r.flush();
+    CHECK(g.events() == std::vector<int>{0, 5, 6, 9});
+    REQUIRE(g.gaps.size() == 2);
+    CHECK((g.gaps[0].first == 1 && g.gaps[0].last == far + 4));
+    CHECK((g.gaps[1].first == far + 7 && g.gaps[1].last == far + 8));
+    CHECK(g.stamped("k", lane_a(far + 10), 3, 0, 10) == push_result::accepted);
+    CHECK(g.events().back() == 10);
+}
+
 TEST_CASE("rule 2: an unstamped event queues only behind a held event of its key and partition",
           "[ordering][resequencer]") {
     harness h(config());

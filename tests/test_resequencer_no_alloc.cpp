@@ -1,9 +1,10 @@
 // Pushes to a resequencer allocate almost nothing in a steady state: global operator new is
 // counted while events are held and released (keys longer than the small-string buffer, 8
 // partitions, every key's events read out of order), after a warm-up that went through the
-// same read patterns. Held events, episodes' held sequences and the indexes reuse their
-// storage; what is left is a recycled per-key queue whose key or item buffer is shorter than
-// the next use needs (about one allocation per 500 events here; about one per event before).
+// same read patterns. Held events, episodes' held sequences, the per-key queues (their events
+// linked through the held events, a long key's buffer kept) and the indexes reuse their
+// storage: none is allocated here once warm (72 in these 40,960 pushes while a queue kept its
+// events in a vector of its own).
 #include "keyroute_catch.hpp"
 #include "alloc_counter.hpp"
 
@@ -84,7 +85,7 @@ TEST_CASE("holding and releasing events allocates almost nothing in a steady sta
     }
     const std::uint64_t after = allocations.load();
     const std::uint64_t measured = std::uint64_t{40} * keys * 16;  // events pushed after warm-up
-    CHECK((after - before) * 256 < measured);
+    CHECK((after - before) * 4096 < measured);  // fewer than 10 (0 with libstdc++ 12)
     CHECK(peak > 100);            // events were held, not only passed through
     CHECK(r.held_events() == 0);  // each block completes every key's sequences
     CHECK(gaps == 0);

@@ -81,9 +81,11 @@
 #include "resequencer/hashed_index.hpp"
 #include "resequencer/node_pool.hpp"
 #include "resequencer/offsets.hpp"
+#include "resequencer/sequence_window.hpp"
 #include "stamp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -311,9 +313,10 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// (bounded by the held events plus max_idle_episodes) O(1) plus a copy of its key and at most
 /// 256 given-up ranges of 16 bytes, which max_bytes does not count: with long keys or many
 /// gaps, bound max_idle_episodes too. The storage of held events (their slots, their episodes'
-/// map nodes, the per-key partition queues, the indexes) is kept at its peak and reused, so
-/// that holding and releasing in a steady state allocates almost nothing (a reused queue may
-/// grow its buffers): the memory bound is the peak's.
+/// windows of held sequences, 256 bytes for each episode holding any, and map nodes for
+/// sequences far ahead, the per-key partition queues, the indexes) is kept at its peak and
+/// reused, so that holding and releasing in a steady state allocates almost nothing (a reused
+/// queue may grow the buffer of a key longer than 24 bytes): the memory bound is the peak's.
 ///
 /// Duplicates: a re-read event is recognised (a) by its offset, when it is below the highest
 /// offset already accepted on its partition, and (b) by its stamp, when its sequence is below the
@@ -478,9 +481,10 @@ public:
             out.last_time = ep.last_time;
             out.given_up = ep.given_up.ranges();
             out.forgotten_below = ep.given_up.forgotten_below();
-            for (const auto& [seq, slot] : ep.held) {
+            ep.held.find_if([&](std::uint64_t seq, std::uint32_t slot) {
                 if (slot == tombstone) out.delivered_ahead.push_back(seq);
-            }
+                return false;
+            });
             if (ep.finished) out.delivered_ahead.push_back(last_sequence);
             out.held_events = ep.pinned;  // re-reads still to come after an earlier restore
             cp.episodes.push_back(std::move(out));
@@ -530,9 +534,10 @@ public:
             episode_state& ep = new_episode(detail::episode_key{e.producer, e.lane, e.episode});
             ep.key = e.key;
             ep.next = e.next_sequence;
+            ep.held.rebase(ep.next);
             ep.last_time = e.last_time;
             ep.given_up.assign(e.given_up, e.forgotten_below);
-            for (const std::uint64_t seq : e.delivered_ahead) ep.held.emplace(seq, tombstone);
+            for (const std::uint64_t seq : e.delivered_ahead) ep.held.insert(seq, tombstone);
             after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
             // An episode that held events is remembered until they are re-read, as it would
             // have been without the restart (until 0.2.7 every restored episode was idle, and
@@ -574,11 +579,12 @@ private:
     struct episode_state;
     struct partition_state;
 
-    /// An episode's held sequences: sequence -> slot, or tombstone (delivered ahead). Its nodes
-    /// come from the resequencer's node_pool.
-    using held_map =
-        std::map<std::uint64_t, std::uint32_t, std::less<>,
-                 detail::pool_allocator<std::pair<const std::uint64_t, std::uint32_t>>>;
+    /// An episode's held sequences: sequence -> slot, or tombstone (delivered ahead), all at or
+    /// above the episode's next sequence (the window's base, kept equal to it). Its storage
+    /// comes from the resequencer's node_pool.
+    using held_map = detail::sequence_window;
+    static_assert(held_map::vacant != tombstone && held_map::vacant != waits_for_pushed,
+                  "the window's vacant mark is neither a slot nor a tombstone");
 
     /// The hash of (key, partition), computed on first use: a push that finds nothing held
     /// never needs it.
@@ -605,34 +611,57 @@ private:
         bool mixed;
     };
 
+    // What a scan and a push's look-ups read comes first (the first 64 bytes of the entry).
     struct entry {
-        std::optional<Event> event;
         stamp st;
-        origin source;
-        time_type time{};
-        std::size_t bytes = 0;
-        std::uint64_t serial = 0;  // 0: free slot
-        std::uint64_t visit = 0;
+        episode_state* episode = nullptr;  // null when unstamped
         fifo* queue = nullptr;
-        episode_state* episode = nullptr;   // null when unstamped
-        partition_state* part = nullptr;    // null without an offset
+        std::uint32_t queue_next = no_slot;  // its fifo's events, in partition order
+        bool late = false;
+        bool unknown = false;      // late because its episode's history below it is forgotten
+        std::uint64_t serial = 0;  // 0: free slot
+        std::uint32_t queue_prev = no_slot;
         std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
         std::uint32_t part_next = no_slot;
-        bool late = false;
-        bool unknown = false;  // late because its episode's history below it is forgotten
+        partition_state* part = nullptr;  // null without an offset
+        time_type time{};
+        std::size_t bytes = 0;
+        std::uint64_t visit = 0;
+        origin source;
+        std::optional<Event> event;
     };
 
     // The held events of one key read from one partition, in partition order.
     struct fifo {
-        std::string key;
+        // Its key: in place up to short_key bytes (the push that finds the fifo compares it
+        // without loading another cache line), else in long_key (which keeps its capacity).
+        static constexpr std::size_t short_key = 24;
+        std::array<char, short_key> key_bytes{};
+        std::size_t key_size = 0;
+        std::string long_key;
+        [[nodiscard]] auto key() const noexcept -> std::string_view {
+            return key_size <= short_key ? std::string_view(key_bytes.data(), key_size)
+                                         : std::string_view(long_key);
+        }
+        void set_key(std::string_view k) {
+            if (k.size() <= short_key) {
+                std::copy(k.begin(), k.end(), key_bytes.begin());
+            } else {
+                long_key.assign(k.data(), k.size());
+            }
+            key_size = k.size();
+        }
         std::uint32_t partition = 0;
         std::uint64_t hash = 0;
-        std::vector<std::uint32_t> items;  // slots; [head, size) are live
-        std::size_t head = 0;
+        // Its events, linked through entry::queue_prev/queue_next: nothing to allocate per event,
+        // and a scan reads each entry it visits and nothing else.
+        std::uint32_t first = no_slot;
+        std::uint32_t last = no_slot;
+        std::size_t count = 0;
         std::size_t unstamped = 0;
         bool dirty = false;
         bool emptied = false;  // listed in m_emptied
-        [[nodiscard]] auto size() const noexcept -> std::size_t { return items.size() - head; }
+        [[nodiscard]] auto size() const noexcept -> std::size_t { return count; }
     };
 
     struct episode_state {
@@ -715,7 +744,6 @@ private:
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
         partition_state* part = nullptr;  // the event's partition, if its offset was seen before
-        typename held_map::iterator where{};  // insertion hint in held
     };
 
     template <class E>
@@ -801,19 +829,24 @@ private:
     void clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p) {
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
-            for (std::size_t i = q.head; i < q.items.size(); ++i) {
-                const entry& y = at(q.items[i]);
+            for (std::uint32_t k = q.first; k != no_slot; k = at(k).queue_next) {
+                const entry& y = at(k);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
-                    force(q.items[i], y.serial, gap_reason::full);
+                    force(k, y.serial, gap_reason::full);
                     return;
                 }
             }
         }
         if (p.episode != nullptr) {
-            for (const auto& [seq, slot] : p.episode->held) {
-                if (seq >= st.sequence) break;
-                if (slot == tombstone) continue;
-                force(slot, at(slot).serial, gap_reason::full);
+            std::uint32_t first = no_slot;
+            p.episode->held.find_if([&](std::uint64_t seq, std::uint32_t slot) {
+                if (seq >= st.sequence) return true;
+                if (slot == tombstone) return false;
+                first = slot;
+                return true;
+            });
+            if (first != no_slot) {
+                force(first, at(first).serial, gap_reason::full);
                 return;
             }
         }
@@ -830,7 +863,7 @@ private:
     [[nodiscard]] auto find_fifo(std::string_view key, std::uint64_t h,
                                  std::uint32_t partition) const -> fifo* {
         return m_fifos.find(
-            h, [&](const fifo& q) { return q.partition == partition && q.key == key; });
+            h, [&](const fifo& q) { return q.partition == partition && q.key() == key; });
     }
 
     [[nodiscard]] auto find_episode(const stamp& st) -> episode_state* {
@@ -882,8 +915,8 @@ private:
     [[nodiscard]] auto fifo_blocks(const fifo& q, const stamp& st) const noexcept -> bool {
         if (q.size() == 0) return false;
         if (!st || q.unstamped != 0) return true;
-        for (std::size_t i = q.head; i < q.items.size(); ++i) {
-            if (blocks_stamp(at(q.items[i]).st, st)) return true;
+        for (std::uint32_t k = q.first; k != no_slot; k = at(k).queue_next) {
+            if (blocks_stamp(at(k).st, st)) return true;
         }
         return false;
     }
@@ -918,8 +951,7 @@ private:
                     p.unknown = status == detail::given_up_ranges::status::forgotten;
                     p.late = true;
                 } else {
-                    p.where = ep.held.lower_bound(st.sequence);
-                    if (p.where != ep.held.end() && p.where->first == st.sequence) {
+                    if (!ep.held.empty() && ep.held.get(st.sequence) != held_map::vacant) {
                         p.what = verdict::duplicate;
                         return p;
                     }
@@ -964,8 +996,17 @@ private:
         -> partition_state* {
         if (source.offset < 0) return nullptr;
         partition_state& ps = known != nullptr ? *known : partition_of(source.partition);
-        if (ps.offsets.take(source.offset, reread) && --m_book.rereads_left == 0) unpin_all();
+        if (reread) {
+            note_reread(ps, source.offset);
+        } else {
+            ps.offsets.take(source.offset, false);
+        }
         return &ps;
+    }
+
+    // An offset held at the restored checkpoint is read again (out of line: after a restore only).
+    void note_reread(partition_state& ps, std::int64_t offset) {
+        if (ps.offsets.take(offset, true) && --m_book.rereads_left == 0) unpin_all();
     }
 
     // A re-read event of an episode that held events at the restored checkpoint.
@@ -995,7 +1036,7 @@ private:
         const auto [it, made] = m_episodes.try_emplace(id);
         if (made) {
             it->second.id = id;
-            it->second.held = held_map(typename held_map::allocator_type(m_pool));
+            it->second.held = held_map(held_map::allocator_type(m_pool));
             m_episode_index.insert(detail::episode_key_hash{}(id), &it->second);
         }
         return it->second;
@@ -1076,23 +1117,26 @@ private:
             }
             q = m_spare_fifos.back();
             m_spare_fifos.pop_back();
-            q->key.assign(key.data(), key.size());
+            q->set_key(key);
             q->partition = source.partition;
             q->hash = h;
             m_fifos.insert(h, q);
         }
         e.queue = q;
-        q->items.push_back(slot);
+        e.queue_prev = q->last;
+        e.queue_next = no_slot;
+        if (q->last != no_slot) at(q->last).queue_next = slot;
+        else q->first = slot;
+        q->last = slot;
+        ++q->count;
         if (!st) ++q->unstamped;
         if (st) {
             episode_state& ep = episode_for(st, key, time, p.episode);
             e.episode = &ep;
             if (p.late) {
                 ep.given_up.take(st.sequence);
-            } else if (p.episode != nullptr) {
-                ep.held.emplace_hint(p.where, st.sequence, slot);
             } else {
-                ep.held.emplace(st.sequence, slot);
+                ep.held.insert(st.sequence, slot);
             }
             if (ep.refs++ == 0) idle_unlink(ep);
             unpin_one(ep, p.reread);
@@ -1186,9 +1230,13 @@ private:
     // Moves the episode's next sequence on by one. Past last_sequence there is nothing to expect:
     // the episode is finished instead of wrapping to 0 (which would take every given-up or
     // delivered sequence for a new one).
-    static void step_next(episode_state& ep) noexcept {
-        if (ep.next == last_sequence) ep.finished = true;
-        else ++ep.next;
+    static void step_next(episode_state& ep) {
+        if (ep.next == last_sequence) {
+            ep.finished = true;
+        } else {
+            ++ep.next;
+            ep.held.rebase(ep.next);
+        }
     }
 
     // Whether `seq` is behind the episode's progress: delivered or given up (or delivered ahead).
@@ -1198,9 +1246,8 @@ private:
 
     // Moves the episode's next sequence past the sequences already delivered ahead of it.
     static void skip_delivered_ahead(episode_state& ep) {
-        while (!ep.finished && !ep.held.empty() && ep.held.begin()->first == ep.next &&
-               ep.held.begin()->second == tombstone) {
-            ep.held.erase(ep.held.begin());
+        while (!ep.finished && !ep.held.empty() && ep.held.get(ep.next) == tombstone) {
+            ep.held.erase(ep.next);
             step_next(ep);
         }
     }
@@ -1208,9 +1255,16 @@ private:
     // The episode's next sequence moved: skip tombstones, and wake the fifo of the next one if
     // it is held. `after` is the serial of the event just released from a fifo being scanned.
     void after_advance(episode_state& ep, std::uint64_t scanning_serial) {
+        if (!ep.held.empty()) wake_next(ep, scanning_serial);  // nothing held: nothing to do
+    }
+
+    // after_advance() for an episode that holds something.
+    void wake_next(episode_state& ep, std::uint64_t scanning_serial) {
         skip_delivered_ahead(ep);
-        if (ep.finished || ep.held.empty() || ep.held.begin()->first != ep.next) return;
-        const entry& nxt = at(ep.held.begin()->second);
+        if (ep.finished || ep.held.empty()) return;
+        const std::uint32_t slot = ep.held.get(ep.next);
+        if (slot == held_map::vacant) return;
+        const entry& nxt = at(slot);
         // A forward scan of the same fifo reaches events pushed after the one it released.
         if (scanning_serial != 0 && nxt.queue == m_book.scanning && nxt.serial > scanning_serial)
             return;
@@ -1231,20 +1285,23 @@ private:
             m_book.protect_hit = true;
         }
         while (ep.next < limit) {
-            const auto first = ep.held.begin();
-            if (first != ep.held.end() && first->first == ep.next) {
-                if (first->second != tombstone) return;
-                ep.held.erase(first);
+            std::uint64_t first_seq = 0;
+            std::uint32_t first_slot = 0;
+            const bool any = ep.held.first(first_seq, first_slot);
+            if (any && first_seq == ep.next) {
+                if (first_slot != tombstone) return;
+                ep.held.erase(first_seq);
                 ++ep.next;
+                ep.held.rebase(ep.next);
                 continue;
             }
-            const std::uint64_t upto =
-                first == ep.held.end() ? limit : std::min(limit, first->first);
+            const std::uint64_t upto = any ? std::min(limit, first_seq) : limit;
             const std::uint64_t from = ep.next;
             // The episode moves past the range (and the sequences delivered ahead right after
             // it) before the gap sink runs: if it throws, the range is given up all the same,
             // and the next call finds the event at the new next sequence ready.
             ep.next = upto;
+            ep.held.rebase(ep.next);
             skip_delivered_ahead(ep);
             report_gap(ep, from, upto - 1, why);
         }
@@ -1281,10 +1338,10 @@ private:
         // scan ever indexed (the index exists only past seen_linear lanes).
         if (!m_seen_index.empty()) m_seen_index = decltype(m_seen_index){};
         bool seen_any = false;
-        std::size_t i = q.head;
-        while (i < q.items.size()) {
-            const std::uint32_t slot = q.items[i];
+        std::uint32_t slot = q.first;
+        while (slot != no_slot) {
             const entry& e = at(slot);
+            const std::uint32_t after = e.queue_next;
             bool blocked = seen_any && !e.st;
             if (!blocked && e.st) {
                 // blocks_stamp by any stamp skipped before it, from their lanes (until 0.2.13 a
@@ -1293,15 +1350,14 @@ private:
                 blocked = seen != nullptr && (seen->mixed || seen->episode != e.st.episode);
             }
             if (!blocked && seq_ready(e)) {
-                const bool at_head = i == q.head;
-                release(slot, i, delivery_order::in_order);
-                if (at_head) i = q.head;  // the head moved (and the vector may be compacted)
+                release(slot, delivery_order::in_order);  // takes nothing else from q
+                slot = after;
                 continue;
             }
             seen_any = true;
             if (!e.st) break;  // nothing behind an unstamped held event can pass it
             note_seen(e.st);
-            ++i;
+            slot = after;
         }
         m_book.scanning = nullptr;
     }
@@ -1320,23 +1376,15 @@ private:
             q->emptied = false;
             if (q->size() != 0) continue;
             m_fifos.erase(q->hash, q);
-            q->items.clear();
-            q->head = 0;
+            q->first = q->last = no_slot;
             q->unstamped = 0;
             m_spare_fifos.push_back(q);
         }
         m_emptied.clear();
     }
 
-    [[nodiscard]] auto position_in(const fifo& q, std::uint32_t slot) const noexcept
-        -> std::size_t {
-        std::size_t i = q.head;
-        while (i < q.items.size() && q.items[i] != slot) ++i;
-        return i;
-    }
-
-    // Removes the event at items[pos] of its fifo from every index and delivers it.
-    void release(std::uint32_t slot, std::size_t pos, delivery_order order) {
+    // Removes the held event `slot` from every index and delivers it.
+    void release(std::uint32_t slot, delivery_order order) {
         entry& e = at(slot);
         fifo& q = *e.queue;
         // Breaking a cycle breaks rule 2, which `late` alone would let the consumer assume held.
@@ -1347,21 +1395,14 @@ private:
         // the bookkeeping, and a throw there lost it).
         m_book.in_user_code = true;
         delivery_type d{
-            Event(std::move(*e.event)), q.key, e.st, e.source, e.time, final_order, e.unknown};
+            Event(std::move(*e.event)), q.key(), e.st, e.source, e.time, final_order, e.unknown};
         m_book.in_user_code = false;
-        if (pos == q.head) {
-            ++q.head;
-            if (q.head == q.items.size()) {
-                q.items.clear();
-                q.head = 0;
-            } else if (q.head >= 32 && q.head * 2 >= q.items.size()) {
-                q.items.erase(q.items.begin(),
-                              q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
-                q.head = 0;
-            }
-        } else {
-            q.items.erase(q.items.begin() + static_cast<std::ptrdiff_t>(pos));
-        }
+        if (e.queue_prev != no_slot) at(e.queue_prev).queue_next = e.queue_next;
+        else q.first = e.queue_next;
+        if (e.queue_next != no_slot) at(e.queue_next).queue_prev = e.queue_prev;
+        else q.last = e.queue_prev;
+        e.queue_prev = e.queue_next = no_slot;
+        --q.count;
         if (!e.st) --q.unstamped;
         if (q.size() == 0 && !q.emptied) {
             q.emptied = true;
@@ -1372,11 +1413,11 @@ private:
             episode_state& ep = *e.episode;
             if (!e.late) {
                 if (e.st.sequence == ep.next) {
-                    ep.held.erase(ep.held.begin());
+                    ep.held.erase(ep.next);
                     step_next(ep);
                     after_advance(ep, e.serial);
                 } else {
-                    ep.held[e.st.sequence] = tombstone;
+                    ep.held.assign(e.st.sequence, tombstone);
                 }
             }
             --ep.refs;
@@ -1412,15 +1453,15 @@ private:
         if (e.episode != nullptr && !e.late) {
             give_up_below(*e.episode, e.st.sequence, why);
             if (e.episode->next < e.st.sequence) {
-                const auto first = e.episode->held.begin();
+                const std::uint32_t first = e.episode->held.get(e.episode->next);
                 // Not held there: the protected sequence, whose event is being pushed.
-                return first->first == e.episode->next ? first->second : waits_for_pushed;
+                return first != held_map::vacant ? first : waits_for_pushed;
             }
         }
         const fifo& q = *e.queue;
-        for (std::size_t i = q.head; i < q.items.size() && q.items[i] != slot; ++i) {
-            const entry& y = at(q.items[i]);
-            if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return q.items[i];
+        for (std::uint32_t k = q.first; k != slot; k = at(k).queue_next) {
+            const entry& y = at(k);
+            if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return k;
         }
         return no_slot;
     }
@@ -1435,11 +1476,11 @@ private:
                 const std::uint32_t b = blocker(y, why);
                 if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
-                    release(y, position_in(*at(y).queue, y), delivery_order::in_order);
+                    release(y, delivery_order::in_order);
                     break;
                 }
                 if (at(b).visit == walk) {
-                    release(y, position_in(*at(y).queue, y), delivery_order::out_of_order);
+                    release(y, delivery_order::out_of_order);
                     break;
                 }
                 y = b;
