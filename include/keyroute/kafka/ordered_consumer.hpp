@@ -785,8 +785,9 @@ private:
         p.last_progress = m_now;
     }
 
-    /// Pauses or resumes `partition` in librdkafka: it stops or starts fetching. What it
-    /// fetched before a pause is still read, and it resumes from where the application is.
+    /// Pauses or resumes `partition` in librdkafka: it stops or starts fetching. Messages already
+    /// in the partition's run stay; what librdkafka prefetched but did not hand out is dropped
+    /// and fetched again on resume, from just after the last message handed out.
     void toggle(std::int32_t partition, bool pause_it) {
         rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(list, m_config.topic.c_str(), partition);
