@@ -86,8 +86,8 @@ TEST_CASE("holding and releasing events allocates almost nothing in a steady sta
     const std::uint64_t after = allocations.load();
     const std::uint64_t measured = std::uint64_t{40} * keys * 16;  // events pushed after warm-up
     CHECK((after - before) * 4096 < measured);  // fewer than 10 (0 with libstdc++ 12)
-    CHECK(peak > 100);            // events were held, not only passed through
-    CHECK(r.held_events() == 0);  // each block completes every key's sequences
+    CHECK(peak > 100);                          // events were held, not only passed through
+    CHECK(r.held_events() == 0);                // each block completes every key's sequences
     CHECK(gaps == 0);
     CHECK(r.stats().delivered == std::uint64_t{80} * keys * 16);
     CHECK(r.stats().held > r.stats().delivered / 2);
