@@ -555,7 +555,7 @@ private:
                 p.local.begin(), p.local.end(), m->offset,
                 [](std::int64_t offset, const message_ptr& x) { return offset < x->offset; });
             p.local.insert(at, std::move(m));
-            if (p.start < 0 && p.local.front()->offset >= 0) p.start = p.local.front()->offset;
+            note_start(p);
             return;
         }
         if (rd_kafka_fatal_error(m_rk.get(), nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -570,6 +570,13 @@ private:
         ++m_stats.consume_errors;  // transport errors, a broker down: librdkafka retries
     }
 
+    /// Records a partition's first position (see the constructor) once its run has one.
+    static void note_start(part& p) noexcept {
+        if (p.start < 0 && !p.local.empty() && p.local.front()->offset >= 0) {
+            p.start = p.local.front()->offset;
+        }
+    }
+
     /// Takes what partition `i`'s queue has into its local run, if that is empty.
     void fill(std::size_t i) {
         part& p = m_parts[i];
@@ -577,9 +584,7 @@ private:
         std::array<rd_kafka_message_t*, refill> got{};
         const auto n = rd_kafka_consume_batch_queue(p.queue.get(), 0, got.data(), got.size());
         for (ssize_t k = 0; k < n; ++k) p.local.emplace_back(got[static_cast<std::size_t>(k)]);
-        if (p.start < 0 && !p.local.empty() && p.local.front()->offset >= 0) {
-            p.start = p.local.front()->offset;
-        }
+        note_start(p);
     }
 
     /// Pushes the partitions' messages oldest timestamp first, a partition at a time while it
