@@ -1,6 +1,6 @@
 // ordered_consumer's errors: a topic that does not exist, a checkpoint of another partition
 // count or topic, a malformed stamp header (counted and delivered as unstamped, or handed to
-// the on_malformed callback), a bad setting; and the checkpoint encoding (round trip, rejects).
+// the on_malformed callback), a bad setting. (The checkpoint encoding: test_checkpoint_encoding.)
 #include "keyroute_catch.hpp"
 #include "kafka_mock.hpp"
 #include "ordered_consumer_check.hpp"
@@ -147,46 +147,6 @@ TEST_CASE("ordered_consumer: a malformed stamp is counted and delivered unstampe
         REQUIRE(out.size() == 10);
         for (const auto& d : out) CHECK(std::stoi(d.value) % 2 == 1);
     }
-}
-
-TEST_CASE("consumer checkpoints encode and decode exactly; bad bytes are rejected", "[consumer]") {
-    kk::consumer_checkpoint cp;
-    cp.topic = "a topic";
-    cp.partitions = 3;
-    cp.state.watermark = std::chrono::milliseconds(123456789);
-    cp.state.partitions.push_back({2, 40, {31, 35}});
-    cp.state.partitions.push_back({0, 7, {}});
-    keyroute::resequencer_checkpoint::episode_state e;
-    e.producer = 18446744073709551615ULL;
-    e.lane = 65535;
-    e.episode = 9;
-    e.key = std::string("k\0\xff y", 5);
-    e.next_sequence = 12;
-    e.last_time = std::chrono::milliseconds(-5);
-    e.given_up = {{3, 4}, {7, 7}};
-    e.delivered_ahead = {14, 20};
-    e.held_events = 2;
-    cp.state.episodes.push_back(e);
-    const std::string bytes = kk::encode_checkpoint(cp);
-    const auto back = kk::decode_checkpoint(bytes);
-    CHECK(kk::encode_checkpoint(back) == bytes);
-    CHECK(back.topic == cp.topic);
-    CHECK(back.partitions == 3);
-    REQUIRE(back.state.episodes.size() == 1);
-    CHECK(back.state.episodes[0].key == e.key);
-    CHECK(back.state.episodes[0].producer == e.producer);
-    CHECK(back.state.episodes[0].given_up == e.given_up);
-    CHECK(back.state.partitions[0].held_offsets == std::vector<std::int64_t>{31, 35});
-
-    CHECK_THROWS_AS(kk::decode_checkpoint(""), std::runtime_error);
-    CHECK_THROWS_AS(kk::decode_checkpoint("something else"), std::runtime_error);
-    CHECK_THROWS_AS(kk::decode_checkpoint(bytes.substr(0, bytes.size() - 5)), std::runtime_error);
-    std::string negative = bytes;
-    negative.replace(negative.find(" 40 "), 4, " -1 ");  // still a number: restore() checks it
-    CHECK_NOTHROW(kk::decode_checkpoint(negative));
-    std::string huge = bytes;
-    huge.replace(huge.find("\n2\n"), 3, "\n99999999\n");  // more partitions than bytes
-    CHECK_THROWS_AS(kk::decode_checkpoint(huge), std::runtime_error);
 }
 
 TEST_CASE("ordered_consumer: on_malformed runs once per message, also when the push is refused",

@@ -5,7 +5,10 @@
 #include <keyroute/hash.hpp>
 #include <keyroute/jump.hpp>
 #include <keyroute/kafka/checkpoint.hpp>
+#include <keyroute/kafka/group_wire.hpp>
+#include <keyroute/kafka/handles.hpp>
 #include <keyroute/kafka/ordered_consumer.hpp>
+#include <keyroute/kafka/ordered_group.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/key_group.hpp>
 #include <keyroute/keyroute.hpp>
@@ -28,4 +31,5 @@ template class keyroute::maglev_partitioner<>;
 template class keyroute::key_group_partitioner<>;
 template class keyroute::salting_router<>;
 template class keyroute::salting_router<keyroute::kafka_partitioner>;
+template class keyroute::kafka::ordered_group<keyroute::kafka_partitioner>;
 template class keyroute::resequencer<int>;

@@ -35,7 +35,10 @@ struct consumer_checkpoint {
 
 namespace detail {
 
-inline constexpr std::string_view checkpoint_magic = "keyroute-consumer-checkpoint-1";
+/// Version 2 adds each episode's forgotten_below; version 1 (read as forgotten_below 0) is
+/// still decoded.
+inline constexpr std::string_view checkpoint_magic = "keyroute-consumer-checkpoint-2";
+inline constexpr std::string_view checkpoint_magic_v1 = "keyroute-consumer-checkpoint-1";
 
 inline void put_hex(std::ostringstream& out, std::string_view bytes) {
     static constexpr char digits[] = "0123456789abcdef";
@@ -72,6 +75,11 @@ public:
         std::string w;
         if (!(m_in >> w)) fail(field);
         return w;
+    }
+    /// True when nothing but blanks is left.
+    [[nodiscard]] auto done() -> bool {
+        std::string rest;
+        return !(m_in >> rest);
     }
     auto hex(const char* field) -> std::string {
         const std::size_t n = count(field);
@@ -127,7 +135,7 @@ private:
         for (const auto& [first, last] : e.given_up) out << ' ' << first << ' ' << last;
         out << ' ' << e.delivered_ahead.size();
         for (const auto s : e.delivered_ahead) out << ' ' << s;
-        out << '\n';
+        out << ' ' << e.forgotten_below << '\n';
     }
     out << "end\n";
     return out.str();
@@ -138,7 +146,9 @@ private:
 ///         format, a truncated file). The resequencer's restore() checks the state's consistency.
 [[nodiscard]] inline auto decode_checkpoint(std::string_view bytes) -> consumer_checkpoint {
     detail::checkpoint_reader in(bytes);
-    if (in.word("magic") != detail::checkpoint_magic) detail::checkpoint_reader::fail("magic");
+    const std::string magic = in.word("magic");
+    const bool v1 = magic == detail::checkpoint_magic_v1;
+    if (!v1 && magic != detail::checkpoint_magic) detail::checkpoint_reader::fail("magic");
     consumer_checkpoint cp;
     cp.topic = in.hex("topic");
     cp.partitions = in.number<std::int32_t>("partitions");
@@ -166,6 +176,7 @@ private:
         }
         e.delivered_ahead.resize(in.count("delivered_ahead count"));
         for (auto& s : e.delivered_ahead) s = in.number<std::uint64_t>("delivered_ahead");
+        if (!v1) e.forgotten_below = in.number<std::uint64_t>("forgotten_below");
     }
     if (in.word("end") != "end") detail::checkpoint_reader::fail("end");
     return cp;

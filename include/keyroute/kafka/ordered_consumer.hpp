@@ -49,6 +49,7 @@
 #include "../resequencer.hpp"
 #include "../stamp.hpp"
 #include "checkpoint.hpp"
+#include "handles.hpp"
 #include "rdkafka.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -286,23 +287,10 @@ private:
     using delivery_type = reseq_type::delivery_type;
     using steady = std::chrono::steady_clock;
 
-    struct message_deleter {
-        void operator()(rd_kafka_message_t* m) const noexcept { rd_kafka_message_destroy(m); }
-    };
-    using message_ptr = std::unique_ptr<rd_kafka_message_t, message_deleter>;
-    struct conf_deleter {
-        void operator()(rd_kafka_conf_t* c) const noexcept { rd_kafka_conf_destroy(c); }
-    };
-    struct handle_deleter {
-        void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
-    };
-
-    struct queue_deleter {
-        void operator()(rd_kafka_queue_t* q) const noexcept { rd_kafka_queue_destroy(q); }
-    };
+    using message_ptr = detail::message_ptr;
 
     struct part {
-        std::unique_ptr<rd_kafka_queue_t, queue_deleter> queue;  ///< its own, not forwarded
+        detail::queue_ptr queue;        ///< its own, not forwarded
         std::deque<message_ptr> local;  ///< taken from `queue`, not pushed yet (in order)
         bool started = false;
         bool at_end = false;             ///< an end-of-partition event since its last message
@@ -819,8 +807,8 @@ private:
         if (m_on_gap) m_on_gap(g);
     }
 
-    std::unique_ptr<rd_kafka_conf_t, conf_deleter> m_conf;  // until rd_kafka_new takes it
-    std::unique_ptr<rd_kafka_t, handle_deleter> m_rk;       // before the rest: destroyed last
+    detail::conf_ptr m_conf;  // until rd_kafka_new takes it
+    detail::handle_ptr m_rk;  // before the rest: destroyed last
     ordered_consumer_config m_config;
     message_sink m_on_message;
     gap_sink m_on_gap;

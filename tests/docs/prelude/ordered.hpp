@@ -12,3 +12,8 @@ void handle_event(std::string_view key, std::string_view value);
 void output_append(std::string_view key, std::string_view value);
 void output_commit_with(const std::string& blob);
 auto output_rollback_and_last_blob() -> std::string;  // empty before the first commit
+// The ordered_group blocks: the expensive, order-insensitive step, and an output per home
+// partition that can be flushed (returning its durable length) and cut back to a length.
+auto enrich(std::string_view value) -> std::string;
+auto output_flush(std::int32_t home) -> std::uint64_t;
+void output_truncate(std::int32_t home, std::uint64_t length);

@@ -1,0 +1,31 @@
+#pragma once
+
+/// @file
+/// Owning pointers for librdkafka's objects, shared by keyroute's consumers (ordered_consumer,
+/// ordered_group): each destroys its object with librdkafka's own destroy call.
+
+#include <librdkafka/rdkafka.h>
+
+#include <memory>
+
+namespace keyroute::kafka::detail {
+
+struct message_deleter {
+    void operator()(rd_kafka_message_t* m) const noexcept { rd_kafka_message_destroy(m); }
+};
+struct conf_deleter {
+    void operator()(rd_kafka_conf_t* c) const noexcept { rd_kafka_conf_destroy(c); }
+};
+struct handle_deleter {
+    void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
+};
+struct queue_deleter {
+    void operator()(rd_kafka_queue_t* q) const noexcept { rd_kafka_queue_destroy(q); }
+};
+
+using message_ptr = std::unique_ptr<rd_kafka_message_t, message_deleter>;
+using conf_ptr = std::unique_ptr<rd_kafka_conf_t, conf_deleter>;
+using handle_ptr = std::unique_ptr<rd_kafka_t, handle_deleter>;
+using queue_ptr = std::unique_ptr<rd_kafka_queue_t, queue_deleter>;
+
+}  // namespace keyroute::kafka::detail

@@ -1,0 +1,211 @@
+// keyroute::kafka::ordered_group in this process, one member at a time, on the mock cluster:
+// a member alone owns every home and reports its metrics; bad settings and foreign records are
+// refused by name; repartition records deleted before they are read are reported.
+#include "keyroute_catch.hpp"
+#include "group_member.hpp"
+#include "kafka_mock.hpp"
+#include "kafka_stream.hpp"
+#include "ordered_consumer_check.hpp"
+
+#include <keyroute/kafka/ordered_group.hpp>
+#include <keyroute/kafka/rdkafka.hpp>
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace kt = keyroute_test::kafka;
+using steady = std::chrono::steady_clock;
+
+}  // namespace
+
+namespace {
+
+auto in_process_config(const std::string& topic) -> keyroute::kafka::ordered_group_config {
+    keyroute::kafka::ordered_group_config c;
+    c.topic = topic;
+    c.commit_interval = std::chrono::milliseconds(100);
+    c.metadata_timeout = std::chrono::seconds(5);
+    return c;
+}
+
+auto echo_handlers(std::vector<kt::seen>& out) -> keyroute::kafka::group_handlers {
+    keyroute::kafka::group_handlers on;
+    on.process = [](const keyroute::kafka::group_event& e) { return std::string(e.value); };
+    on.apply = [&out](const keyroute::kafka::group_event& e) {
+        out.push_back(kt::seen{std::string(e.key), std::string(e.value), e.partition, e.offset,
+                               e.order, static_cast<bool>(e.stamp)});
+    };
+    return on;
+}
+
+template <class Done>
+void poll_until(keyroute::kafka::ordered_group<keyroute::kafka_partitioner>& member, Done done,
+                std::chrono::seconds timeout) {
+    const auto deadline = steady::now() + timeout;
+    while (!done()) {
+        REQUIRE(steady::now() < deadline);
+        member.poll(std::chrono::milliseconds(20));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("one member alone owns every home and reports its metrics", "[kafka][group]") {
+    constexpr int n = 8;
+    kt::mock_cluster cluster(3);
+    for (const char* t : {"solo", "solo-keyroute-repartition", "solo-keyroute-changelog"}) {
+        cluster.create_topic(t, n);
+    }
+    const kt::stream s = kt::skewed_stream(2000, 2, 0.9, 50, 5);
+    kt::router_type router(kt::router_config(n));
+    kt::produce_stream(cluster.bootstraps(), "solo", router, s);
+    std::vector<kt::seen> out;
+    keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
+        kt::consumer_conf(cluster.bootstraps(), "solo-group"), in_process_config("solo"),
+        echo_handlers(out));
+    CHECK(member.partitions() == n);
+    poll_until(
+        member, [&] { return out.size() >= s.keys.size() && member.caught_up(); },
+        std::chrono::seconds(60));
+    CHECK(kt::order_problems(out, s).empty());
+    CHECK(member.homes().size() == static_cast<std::size_t>(n));
+    CHECK(member.stats().forwarded > 0);
+    CHECK(member.stats().received == member.stats().forwarded);  // every forward came home
+    CHECK(member.stats().applied == s.keys.size());
+    const auto metrics = member.metrics();
+    REQUIRE(metrics.size() == static_cast<std::size_t>(n));
+    for (const auto& m : metrics) {
+        CHECK(m.held_events == 0);
+        CHECK(m.source_lag == 0);
+        CHECK(m.repartition_lag >= 0);
+        CHECK(m.watermark_lag.count() >= 0);
+    }
+    CHECK(member.commit());
+    CHECK(member.forward_rate() >= 0.0);
+    member.close();
+}
+
+TEST_CASE("an ordered_group refuses bad settings and foreign records, by name", "[kafka][group]") {
+    using keyroute_test::contains;
+    using member_type = keyroute::kafka::ordered_group<keyroute::kafka_partitioner>;
+    kt::mock_cluster cluster(1);
+    // Metadata v4 at most: the mock then honours allow.auto.create.topics=false.
+    REQUIRE(rd_kafka_mock_set_apiversion(cluster.get(), 3, 0, 4) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    cluster.create_topic("bad", 4);
+    cluster.create_topic("bad-keyroute-repartition", 4);
+    cluster.create_topic("bad-keyroute-changelog", 3);  // not the source's count
+    std::vector<kt::seen> out;
+    const auto bootstraps = cluster.bootstraps();
+
+    CHECK_THROWS_WITH(member_type(kt::consumer_conf(bootstraps, "g"), in_process_config("bad"),
+                                  echo_handlers(out)),
+                      contains("bad-keyroute-changelog has 3 partitions"));
+    auto no_apply = echo_handlers(out);
+    no_apply.apply = nullptr;
+    CHECK_THROWS_AS(
+        member_type(kt::consumer_conf(bootstraps, "g"), in_process_config("bad"), no_apply),
+        std::invalid_argument);
+    auto bad_interval = in_process_config("bad");
+    bad_interval.progress_interval = std::chrono::milliseconds(0);
+    CHECK_THROWS_WITH(
+        member_type(kt::consumer_conf(bootstraps, "g"), bad_interval, echo_handlers(out)),
+        contains("progress_interval"));
+    auto same = in_process_config("bad");
+    same.repartition_topic = "bad";
+    CHECK_THROWS_WITH(member_type(kt::consumer_conf(bootstraps, "g"), same, echo_handlers(out)),
+                      contains("must differ"));
+    rd_kafka_conf_t* no_group = kt::make_conf({{"bootstrap.servers", bootstraps}});
+    CHECK_THROWS_WITH(member_type(no_group, in_process_config("bad"), echo_handlers(out)),
+                      contains("group.id"));
+    CHECK_THROWS_WITH(member_type(kt::consumer_conf(bootstraps, "g"), in_process_config("none"),
+                                  echo_handlers(out)),
+                      contains("does not exist"));
+
+    // A record in the repartition topic that no member wrote: the member fails, by name.
+    cluster.create_topic("foreign", 2);
+    cluster.create_topic("foreign-keyroute-repartition", 2);
+    cluster.create_topic("foreign-keyroute-changelog", 2);
+    {
+        kt::delivery_log log(1);
+        kt::handle rk = kt::make_producer(bootstraps, log);
+        REQUIRE(keyroute::kafka::produce_to(rk.get(), "foreign-keyroute-repartition", 1,
+                                            keyroute::stamp{}, "k",
+                                            "v") == RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+    }
+    member_type member(kt::consumer_conf(bootstraps, "foreign-group"), in_process_config("foreign"),
+                       echo_handlers(out));
+    const auto deadline = steady::now() + std::chrono::seconds(30);
+    bool threw = false;
+    while (!threw && steady::now() < deadline) {
+        try {
+            member.poll(std::chrono::milliseconds(20));
+        } catch (const std::runtime_error& e) {
+            threw = true;
+            CHECK_THAT(e.what(), contains("no origin header"));
+        }
+    }
+    CHECK(threw);
+    CHECK(member.failed());
+    CHECK_THROWS_WITH(member.poll(std::chrono::milliseconds(1)), contains("after an exception"));
+}
+
+// Retention (here the mock's 5 MB per partition) deleting repartition records before a member
+// read them: reported by range and counted, not silent.
+TEST_CASE("repartition records deleted before they are read are reported", "[kafka][group]") {
+    kt::mock_cluster cluster(1);
+    for (const char* t : {"gone", "gone-keyroute-repartition", "gone-keyroute-changelog"}) {
+        cluster.create_topic(t, 1, 1);
+    }
+    std::vector<kt::seen> out;
+    {  // a first member leaves a checkpoint at the repartition topic's start
+        keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
+            kt::consumer_conf(cluster.bootstraps(), "gone-group", {{"session.timeout.ms", "6000"}}),
+            in_process_config("gone"), echo_handlers(out));
+        poll_until(
+            member, [&] { return !member.homes().empty() && member.caught_up(); },
+            std::chrono::seconds(30));
+        REQUIRE(member.commit());
+        member.close();
+    }
+    {  // 8 MB of forwarded-looking records while no member runs: the oldest are deleted
+        kt::delivery_log log(1);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        const std::string value(1000, 'x');
+        for (int i = 0; i < 8000; ++i) {
+            const std::string where = keyroute::kafka::encode_origin({0, 1000000 + i, -1});
+            REQUIRE(keyroute::kafka::produce_to(
+                        rk.get(), "gone-keyroute-repartition", 0, keyroute::stamp{}, "k", value,
+                        {keyroute::kafka::header{keyroute::kafka::origin_header_name.data(),
+                                                 where}}) == RD_KAFKA_RESP_ERR_NO_ERROR);
+            rd_kafka_poll(rk.get(), 0);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(30)));
+    }
+    auto on = echo_handlers(out);
+    std::int64_t first = -1;
+    std::int64_t last = -1;
+    on.on_lost = [&](std::int32_t home, std::int64_t a, std::int64_t b) {
+        CHECK(home == 0);
+        first = a;
+        last = b;
+    };
+    keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
+        kt::consumer_conf(cluster.bootstraps(), "gone-group", {{"session.timeout.ms", "6000"}}),
+        in_process_config("gone"), on);
+    poll_until(
+        member, [&] { return !out.empty() && member.caught_up(); }, std::chrono::seconds(60));
+    INFO("lost " << first << " to " << last << ", applied " << out.size());
+    CHECK(first >= 0);  // from the checkpoint's offset (after the first member's progress record)
+    CHECK(last > first);
+    CHECK(member.stats().lost_forwards == static_cast<std::uint64_t>(last - first + 1));
+    CHECK(out.size() + member.stats().lost_forwards == 8000);  // the rest applied
+}

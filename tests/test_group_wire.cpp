@@ -1,0 +1,68 @@
+// The group's own records (group_wire.hpp): origin headers, progress records and home
+// checkpoints round-trip, and a foreign or truncated record is an error, never a wrong value.
+#include "keyroute_catch.hpp"
+
+#include <keyroute/kafka/group_wire.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kk = keyroute::kafka;
+using keyroute_test::contains;
+
+TEST_CASE("an origin header round-trips and rejects what is not one", "[group]") {
+    const kk::source_position p{31, 9000000000LL, 1764000000000LL};
+    CHECK(kk::decode_origin(kk::encode_origin(p)) == p);
+    const kk::source_position untimed{0, 0, -1};
+    CHECK(kk::decode_origin(kk::encode_origin(untimed)) == untimed);
+    CHECK_THROWS_WITH(kk::decode_origin(""), contains("decode_origin"));
+    CHECK_THROWS_WITH(kk::decode_origin("3"), contains("offset"));
+    CHECK_THROWS_WITH(kk::decode_origin("3 4"), contains("timestamp"));
+    CHECK_THROWS_WITH(kk::decode_origin("-1 4 0"), contains("partition"));
+    CHECK_THROWS_WITH(kk::decode_origin("1 -4 0"), contains("offset"));
+    CHECK_THROWS_WITH(kk::decode_origin("1 4 -2"), contains("timestamp"));
+    CHECK_THROWS_WITH(kk::decode_origin("1 4 5 6"), contains("end"));
+    CHECK_THROWS_WITH(kk::decode_origin("x 4 0"), contains("partition"));
+}
+
+TEST_CASE("a progress record round-trips and rejects what is not one", "[group]") {
+    const std::vector<kk::source_progress> list{{0, 120, true}, {5, -1, false}, {31, 7, false}};
+    CHECK(kk::decode_progress(kk::encode_progress(list)) == list);
+    CHECK(kk::decode_progress(kk::encode_progress({})).empty());
+    const std::string good = kk::encode_progress(list);
+    CHECK_THROWS_WITH(kk::decode_progress(good.substr(0, good.size() - 4)), contains("end"));
+    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-1 1 0 5 2 end"), contains("at_end"));
+    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-1 1 -3 5 0 end"),
+                      contains("partition"));
+    CHECK_THROWS_WITH(kk::decode_progress("something else"), contains("magic"));
+}
+
+TEST_CASE("a home checkpoint round-trips and rejects what is not one", "[group]") {
+    kk::home_checkpoint cp;
+    cp.home = 17;
+    cp.source_offset = 4000;
+    cp.repartition_offset = 12;
+    cp.application = std::string("length\0 42\n", 11);
+    cp.state.topic = "events";
+    cp.state.partitions = 32;
+    cp.state.state.partitions.push_back({17, 4001, {3999}});
+    const auto back = kk::decode_home_checkpoint(kk::encode_home_checkpoint(cp));
+    CHECK(back.home == 17);
+    CHECK(back.source_offset == 4000);
+    CHECK(back.repartition_offset == 12);
+    CHECK(back.application == cp.application);
+    CHECK(back.state.topic == "events");
+    CHECK(back.state.partitions == 32);
+    REQUIRE(back.state.state.partitions.size() == 1);
+    CHECK(back.state.state.partitions[0].held_offsets == std::vector<std::int64_t>{3999});
+
+    const std::string good = kk::encode_home_checkpoint(cp);
+    const auto nl = good.find('\n');
+    CHECK_THROWS_WITH(kk::decode_home_checkpoint(good.substr(0, nl)), contains("state"));
+    CHECK_THROWS_WITH(kk::decode_home_checkpoint("keyroute-home-checkpoint-1 x"), contains("home"));
+    CHECK_THROWS_WITH(kk::decode_home_checkpoint(good.substr(nl + 1)), contains("magic"));
+    CHECK_THROWS_AS(kk::decode_home_checkpoint(good.substr(0, good.size() - 5)),
+                    std::runtime_error);
+}
