@@ -61,9 +61,7 @@ auto owned_homes(const fs::path& dir, int members) -> int {
 auto run(kt::mock_cluster& cluster, const std::string& topic, const kt::stream& s, int members,
          std::chrono::microseconds cost) -> outcome {
     outcome out;
-    cluster.create_topic(topic, partitions);
-    cluster.create_topic(topic + "-keyroute-repartition", partitions);
-    cluster.create_topic(topic + "-keyroute-changelog", partitions);
+    kt::create_group_topics(cluster, "bench-" + topic, topic, partitions);
     const fs::path dir = fs::temp_directory_path() /
                          ("keyroute_bench_group_" + topic + "_" + std::to_string(getpid()));
     fs::remove_all(dir);

@@ -29,6 +29,17 @@ namespace keyroute_test::kafka {
 
 namespace fs = std::filesystem;
 
+/// Creates `topic` and group `group`'s repartition and changelog topics on it, all with
+/// `partitions` partitions.
+inline void create_group_topics(const mock_cluster& cluster, const std::string& group,
+                                const std::string& topic, int partitions, int replication = 3) {
+    cluster.create_topic(topic, partitions, replication);
+    cluster.create_topic(keyroute::kafka::default_repartition_topic(group, topic), partitions,
+                         replication);
+    cluster.create_topic(keyroute::kafka::default_changelog_topic(group, topic), partitions,
+                         replication);
+}
+
 /// The apply output: one file per home partition, owned while the member owns the home.
 class home_files {
 public:

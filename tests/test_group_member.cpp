@@ -61,9 +61,7 @@ void poll_until(keyroute::kafka::ordered_group<keyroute::kafka_partitioner>& mem
 TEST_CASE("one member alone owns every home and reports its metrics", "[kafka][group]") {
     constexpr int n = 8;
     kt::mock_cluster cluster(3);
-    for (const char* t : {"solo", "solo-keyroute-repartition", "solo-keyroute-changelog"}) {
-        cluster.create_topic(t, n);
-    }
+    kt::create_group_topics(cluster, "solo-group", "solo", n);
     const kt::stream s = kt::skewed_stream(2000, 2, 0.9, 50, 5);
     kt::router_type router(kt::router_config(n));
     kt::produce_stream(cluster.bootstraps(), "solo", router, s);
@@ -100,14 +98,14 @@ TEST_CASE("an ordered_group refuses bad settings and foreign records, by name", 
     // Metadata v4 at most: the mock then honours allow.auto.create.topics=false.
     REQUIRE(rd_kafka_mock_set_apiversion(cluster.get(), 3, 0, 4) == RD_KAFKA_RESP_ERR_NO_ERROR);
     cluster.create_topic("bad", 4);
-    cluster.create_topic("bad-keyroute-repartition", 4);
-    cluster.create_topic("bad-keyroute-changelog", 3);  // not the source's count
+    cluster.create_topic(keyroute::kafka::default_repartition_topic("g", "bad"), 4);
+    cluster.create_topic(keyroute::kafka::default_changelog_topic("g", "bad"), 3);  // not 4
     std::vector<kt::seen> out;
     const auto bootstraps = cluster.bootstraps();
 
     CHECK_THROWS_WITH(member_type(kt::consumer_conf(bootstraps, "g"), in_process_config("bad"),
                                   echo_handlers(out)),
-                      contains("bad-keyroute-changelog has 3 partitions"));
+                      contains("g-bad-keyroute-changelog has 3 partitions"));
     auto no_apply = echo_handlers(out);
     no_apply.apply = nullptr;
     CHECK_THROWS_AS(
@@ -130,15 +128,14 @@ TEST_CASE("an ordered_group refuses bad settings and foreign records, by name", 
                       contains("does not exist"));
 
     // A record in the repartition topic that no member wrote: the member fails, by name.
-    cluster.create_topic("foreign", 2);
-    cluster.create_topic("foreign-keyroute-repartition", 2);
-    cluster.create_topic("foreign-keyroute-changelog", 2);
+    kt::create_group_topics(cluster, "foreign-group", "foreign", 2);
     {
         kt::delivery_log log(1);
         kt::handle rk = kt::make_producer(bootstraps, log);
-        REQUIRE(keyroute::kafka::produce_to(rk.get(), "foreign-keyroute-repartition", 1,
-                                            keyroute::stamp{}, "k",
-                                            "v") == RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(keyroute::kafka::produce_to(
+                    rk.get(),
+                    keyroute::kafka::default_repartition_topic("foreign-group", "foreign").c_str(),
+                    1, keyroute::stamp{}, "k", "v") == RD_KAFKA_RESP_ERR_NO_ERROR);
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
     }
     member_type member(kt::consumer_conf(bootstraps, "foreign-group"), in_process_config("foreign"),
@@ -162,9 +159,7 @@ TEST_CASE("an ordered_group refuses bad settings and foreign records, by name", 
 // read them: reported by range and counted, not silent.
 TEST_CASE("repartition records deleted before they are read are reported", "[kafka][group]") {
     kt::mock_cluster cluster(1);
-    for (const char* t : {"gone", "gone-keyroute-repartition", "gone-keyroute-changelog"}) {
-        cluster.create_topic(t, 1, 1);
-    }
+    kt::create_group_topics(cluster, "gone-group", "gone", 1, 1);
     std::vector<kt::seen> out;
     {  // a first member leaves a checkpoint at the repartition topic's start
         keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
@@ -183,7 +178,9 @@ TEST_CASE("repartition records deleted before they are read are reported", "[kaf
         for (int i = 0; i < 8000; ++i) {
             const std::string where = keyroute::kafka::encode_origin({0, 1000000 + i, -1});
             REQUIRE(keyroute::kafka::produce_to(
-                        rk.get(), "gone-keyroute-repartition", 0, keyroute::stamp{}, "k", value,
+                        rk.get(),
+                        keyroute::kafka::default_repartition_topic("gone-group", "gone").c_str(), 0,
+                        keyroute::stamp{}, "k", value,
                         {keyroute::kafka::header{keyroute::kafka::origin_header_name.data(),
                                                  where}}) == RD_KAFKA_RESP_ERR_NO_ERROR);
             rd_kafka_poll(rk.get(), 0);

@@ -6,8 +6,9 @@
 /// at the member that owns the key's home partition, in each producer lane's order. The design
 /// and the guarantee are in docs/ordering.md ("Consumer groups"); in short:
 ///
-/// - Topics: the source topic, a repartition topic and a changelog topic, all with the source's
-///   partition count (the member checks). Members subscribe to the source and the repartition
+/// - Topics: the source topic, and a repartition topic and a changelog topic of the group's own
+///   (default_repartition_topic, default_changelog_topic), all with the source's partition count
+///   (the member checks). Members subscribe to the source and the repartition
 ///   topic with the range assignor, which gives each member the same partition numbers of both
 ///   (co-partitioned, as Kafka Streams requires; the member checks every assignment). Owning
 ///   partition h of both makes a member the owner of home h.
@@ -117,9 +118,12 @@ struct group_handlers {
 
 /// The settings of a member.
 struct ordered_group_config {
-    std::string topic;              ///< the source topic
-    std::string repartition_topic;  ///< "" for topic + "-keyroute-repartition"
-    std::string changelog_topic;    ///< "" for topic + "-keyroute-changelog"
+    std::string topic;  ///< the source topic
+    /// "" for default_repartition_topic(group.id, topic). One per group: a group reading
+    /// another's forwards would apply what the other's process() made.
+    std::string repartition_topic;
+    std::string
+        changelog_topic;  ///< "" for default_changelog_topic(group.id, topic); one per group
     /// Each home's resequencer limits; `on_full` is ignored (always full_policy::refuse).
     resequencer_config reseq{};
     /// A source partition whose progress records stop this long (its member died) no longer
@@ -137,6 +141,19 @@ struct ordered_group_config {
     /// allow.auto.create.topics=false, linger.ms=5 and compression.type=lz4.
     std::vector<std::pair<std::string, std::string>> producer_settings;
 };
+
+/// The repartition topic of group `group` on `topic` by default:
+/// "<group>-<topic>-keyroute-repartition" (create it with the topic's partition count).
+[[nodiscard]] inline auto default_repartition_topic(std::string_view group, std::string_view topic)
+    -> std::string {
+    return std::string(group) + "-" + std::string(topic) + "-keyroute-repartition";
+}
+/// The changelog topic by default: "<group>-<topic>-keyroute-changelog" (the same count;
+/// cleanup.policy=compact).
+[[nodiscard]] inline auto default_changelog_topic(std::string_view group, std::string_view topic)
+    -> std::string {
+    return std::string(group) + "-" + std::string(topic) + "-keyroute-changelog";
+}
 
 /// Counters since construction.
 struct ordered_group_stats {
@@ -191,6 +208,17 @@ public:
         if (!m_on.process || !m_on.apply) fail_arg("process and apply are required");
         m_group = conf_value(m_conf.get(), "group.id");
         if (m_group.empty()) fail_arg("the conf has no group.id");
+        if (m_config.repartition_topic.empty()) {
+            m_config.repartition_topic = default_repartition_topic(m_group, m_config.topic);
+        }
+        if (m_config.changelog_topic.empty()) {
+            m_config.changelog_topic = default_changelog_topic(m_group, m_config.topic);
+        }
+        if (m_config.repartition_topic == m_config.topic ||
+            m_config.changelog_topic == m_config.topic ||
+            m_config.changelog_topic == m_config.repartition_topic) {
+            fail_arg("the source, repartition and changelog topics must differ");
+        }
         create_clients();
         m_partitions = partitions_of(m_config.topic);
         for (const auto* t : {&m_config.repartition_topic, &m_config.changelog_topic}) {
@@ -377,12 +405,6 @@ private:
     static auto check(ordered_group_config c, const rd_kafka_conf_t* conf) -> ordered_group_config {
         if (conf == nullptr) fail_arg("null conf");
         if (c.topic.empty()) fail_arg("topic is empty");
-        if (c.repartition_topic.empty()) c.repartition_topic = c.topic + "-keyroute-repartition";
-        if (c.changelog_topic.empty()) c.changelog_topic = c.topic + "-keyroute-changelog";
-        if (c.repartition_topic == c.topic || c.changelog_topic == c.topic ||
-            c.changelog_topic == c.repartition_topic) {
-            fail_arg("the source, repartition and changelog topics must differ");
-        }
         const auto positive = [](const char* name, std::chrono::milliseconds value) {
             if (value.count() <= 0) fail_arg(std::string(name) + " must be > 0");
         };
