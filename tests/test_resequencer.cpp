@@ -1073,6 +1073,42 @@ TEST_CASE("restore keeps an episode that held events until they are re-read",
     CHECK(b.r.remembered_episodes() <= 2);
 }
 
+TEST_CASE("re-reads that retention deleted are passed, counted, and do not pin the commit",
+          "[ordering][resequencer]") {
+    auto c = config(1000, ms(1000));
+    harness a(c);
+    a.stamped("a", lane_a(0), 0, 0, 0);  // delivered
+    a.stamped("a", lane_a(2), 0, 1, 2);  // held: waits for 1
+    a.stamped("b", lane_b(0), 0, 2, 10);
+    a.stamped("b", lane_b(2), 1, 0, 12);  // held: waits for 1
+    a.stamped("b", lane_b(3), 1, 1, 13);  // held
+    const auto cp = a.r.checkpoint();
+    CHECK(a.r.committable_offset(0) == 1);
+    CHECK(a.r.committable_offset(1) == 0);
+
+    harness b(c);
+    b.r.restore(cp);
+    // Partition 0's offsets 0 to 4 were deleted: its reading starts at 5. Offset 1 (held at
+    // the checkpoint) never comes, and the commit must not wait for it.
+    CHECK(b.stamped("a", lane_a(3), 0, 5, 3) == push_result::accepted);  // waits for 1 and 2
+    CHECK(b.r.stats().lost_rereads == 1);
+    CHECK(b.r.committable_offset(0) == 5);
+    // Partition 1 gives nothing after its jump: skip_to says where its reading is.
+    b.r.skip_to(1, 7);
+    CHECK(b.r.stats().lost_rereads == 3);
+    CHECK(b.r.committable_offset(1) == 7);
+    b.r.skip_to(1, 9);  // nothing more expected: no effect
+    CHECK(b.r.stats().lost_rereads == 3);
+    // The lost sequences are given up and reported, and what came after them is delivered.
+    b.r.advance_watermark(ms(5000));
+    CHECK(b.events() == std::vector<int>{3});
+    REQUIRE(b.gaps.size() == 1);
+    CHECK(b.gaps[0].first == 1);
+    CHECK(b.gaps[0].last == 2);
+    CHECK(b.r.held_events() == 0);
+    CHECK(b.r.committable_offset(0) == 6);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Property tests: a simulated salting producer, a consumer reading partitions in random order.
 

@@ -218,6 +218,9 @@ struct resequencer_stats {
     std::uint64_t missing = 0;              ///< sequences given up, summed over gap reports
     std::uint64_t forgotten_episodes = 0;   ///< idle episodes forgotten (ttl or count)
     std::uint64_t possible_duplicates = 0;  ///< deliveries with delivery::possibly_duplicate
+    /// Offsets held at the restored checkpoint that were never re-read: the partition's reading
+    /// passed them (retention or compaction deleted them). Those events are lost to the log.
+    std::uint64_t lost_rereads = 0;
 };
 
 /// The default EventSize: `sizeof(Event)`. A custom one is any copyable functor callable as
@@ -555,6 +558,21 @@ public:
         forget_idle_episodes();
     }
 
+    /// Says that the next event pushed from `partition` has an offset of at least `offset` (a
+    /// Kafka consumer's position after an end-of-partition event or an offset reset). Offsets
+    /// held at the restored checkpoint below it, which retention or compaction deleted before
+    /// they were re-read, are no longer waited for (counted in stats().lost_rereads), and
+    /// committable_offset() is `offset` once nothing is held below it. A partition no event
+    /// was taken from is left as it is. push() drops the re-reads below the offset it is given
+    /// too, so only a partition that gives no event after such a jump needs this call.
+    void skip_to(std::uint32_t partition, std::int64_t offset) {
+        const reentry_guard guard(*this);
+        partition_state* ps = find_partition(partition);
+        if (ps == nullptr) return;
+        drop_rereads(ps->offsets.skip_to(offset));
+        forget_idle_episodes();
+    }
+
     /// Events held now. O(1).
     [[nodiscard]] auto held_events() const noexcept -> std::size_t { return m_book.events; }
     /// Bytes held now (EventSize plus key sizes). O(1).
@@ -757,6 +775,9 @@ private:
                 "is the partition's next offset), got 9223372036854775807");
         }
         resume_after_exception();
+        if (m_book.rereads_left != 0 && source.offset >= 0) {
+            skip_rereads(source.partition, source.offset);
+        }
         lazy_hash key_hash{key, source.partition};
         std::size_t bytes = 0;
         bool sized = false;
@@ -1008,6 +1029,20 @@ private:
     // An offset held at the restored checkpoint is read again (out of line: after a restore only).
     void note_reread(partition_state& ps, std::int64_t offset) {
         if (ps.offsets.take(offset, true) && --m_book.rereads_left == 0) unpin_all();
+    }
+
+    // Reading `partition` reached `offset`: the re-reads expected below it are lost (see
+    // skip_to()).
+    void skip_rereads(std::uint32_t partition, std::int64_t offset) {
+        partition_state* ps = find_partition(partition);
+        if (ps != nullptr) drop_rereads(ps->offsets.skip_rereads_below(offset));
+    }
+
+    void drop_rereads(std::size_t n) {
+        if (n == 0) return;
+        m_stats.lost_rereads += n;
+        m_book.rereads_left -= n;
+        if (m_book.rereads_left == 0) unpin_all();
     }
 
     // A re-read event of an episode that held events at the restored checkpoint.

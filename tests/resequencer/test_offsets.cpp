@@ -54,6 +54,33 @@ TEST_CASE("partition_offsets: a restored checkpoint's held offsets are re-read o
     CHECK(p.next() == 101);
 }
 
+TEST_CASE("partition_offsets: re-reads the reading passed are no longer expected",
+          "[resequencer][offsets]") {
+    partition_offsets p;
+    p.restore(100, {40, 70, 90});
+    CHECK(p.skip_rereads_below(40) == 0);  // 40 itself may still come
+    CHECK(p.committable(std::nullopt) == 40);
+    CHECK(p.skip_rereads_below(71) == 2);  // retention deleted 40 and 70
+    CHECK(p.committable(std::nullopt) == 90);
+    CHECK(p.classify(90) == seen::reread);
+    CHECK(p.skip_rereads_below(1000) == 1);
+    CHECK(p.rereads().empty());
+    CHECK(p.committable(std::nullopt) == 100);
+    CHECK(p.skip_rereads_below(1000) == 0);
+    CHECK(p.next() == 100);  // only skip_to() moves the position
+
+    partition_offsets q;
+    CHECK(q.skip_to(5) == 0);
+    CHECK(q.next() == -1);  // nothing taken: no position to move
+    q.restore(10, {3, 8});
+    CHECK(q.skip_to(6) == 1);
+    CHECK(q.next() == 10);  // never backwards
+    CHECK(q.skip_to(20) == 1);
+    CHECK(q.next() == 20);
+    CHECK(q.classify(15) == seen::duplicate);
+    CHECK(q.committable(std::nullopt) == 20);
+}
+
 TEST_CASE("partition_offsets: random reads agree with a set of offsets taken",
           "[resequencer][offsets]") {
     std::mt19937_64 rng(20261203);

@@ -14,8 +14,15 @@
 ///   no end-of-partition event since), and until every partition has started (delivered a
 ///   message or reached its end). A partition that makes no progress for `idle_timeout`
 ///   (a broker that does not answer) is idle: it no longer holds the clock, as Flink's
-///   withIdleness. So a sequence is given up (max_delay) only when every readable partition is
-///   at its end or idle: when its partition truly has nothing more to give now.
+///   withIdleness; the default (60 s) outlasts a broker failover (session timeouts of 9 s in
+///   KRaft and 18 s in ZooKeeper, then an election), during which waiting keeps the order. So a
+///   sequence is given up (max_delay) only when every readable partition is at its end or idle:
+///   when its partition truly has nothing more to give now. "At its end" is as of its last
+///   fetch: an event written since then and still unfetched when max_delay runs out comes late
+///   (flagged), so max_delay must cover producer linger, replication and fetch_wait.
+/// - Retention: held offsets of a restored checkpoint that retention deleted before the re-read
+///   are passed once the partition's reading does (stats().lost_rereads counts them), so the
+///   committable offset never sticks on them.
 /// - Reading as a merge: each partition's messages stay on its own librdkafka queue
 ///   (rd_kafka_queue_get_partition, not forwarded) and poll() takes them oldest message
 ///   timestamp first, waiting for a partition that has more to read but nothing fetched yet
@@ -109,8 +116,8 @@ struct ordered_consumer_config {
     /// The resequencer's limits; `on_full` is ignored (always full_policy::refuse, see above).
     resequencer_config reseq{};
     /// A partition without a message or end-of-partition event this long (while not paused)
-    /// stops holding the watermark clock. > 0.
-    std::chrono::milliseconds idle_timeout{std::chrono::seconds(10)};
+    /// stops holding the watermark clock. > 0; longer than a broker failover.
+    std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
     /// How often poll() commits (checkpoint, then offsets). > 0.
     std::chrono::milliseconds commit_interval{std::chrono::seconds(1)};
     /// How often poll() checks the topic's partition count. > 0.
@@ -144,6 +151,9 @@ struct ordered_consumer_stats {
     std::uint64_t commits = 0;           ///< commits (checkpoint saves)
     std::uint64_t consume_errors = 0;    ///< transient librdkafka errors (recovered)
     std::size_t max_held = 0;            ///< most events held at once
+    /// Events held at the restored checkpoint that retention deleted before they were re-read
+    /// (lost to the log; see resequencer_stats::lost_rereads).
+    std::uint64_t lost_rereads = 0;
 };
 
 /// Reads one topic in per-key order; see the file comment.
@@ -302,6 +312,10 @@ private:
         bool malformed_keep = true;      ///< ... and whether on_malformed let it be delivered
         std::int64_t last_ts = -1;       ///< the last message's timestamp
         steady::time_point last_progress{};
+        /// librdkafka's high watermark as of merge() call `high_serial` (-1: unknown); asked once
+        /// per call, not per merge step (it takes the partition's lock).
+        mutable std::int64_t high = -1;
+        mutable std::uint64_t high_serial = 0;
     };
 
     /// One poll() turn.
@@ -329,6 +343,7 @@ private:
         tick();
         regulate();
         m_reseq.advance_watermark(clock());
+        m_stats.lost_rereads = m_reseq.stats().lost_rereads;
         if (m_now - m_last_commit >= m_config.commit_interval) save_and_commit(false);
     }
 
@@ -579,6 +594,7 @@ private:
     /// is not newer than the next one; a refused message stays first in its run (its
     /// partition is skipped this turn). Returns the messages pushed.
     auto merge() -> int {
+        ++m_merge_serial;
         int pushed = 0;
         m_blocked.assign(m_parts.size(), false);
         while (pushed < batch) {
@@ -645,6 +661,9 @@ private:
             p.started = true;
             p.last_progress = m_now;
             if (p.next < 0 || m->offset >= p.next) p.at_end = true;
+            // Everything before it was pushed: held offsets of a restored checkpoint below it
+            // were deleted (retention) and will not come.
+            m_reseq.skip_to(static_cast<std::uint32_t>(i), m->offset);
             return;
         }
         handle(std::move(m));
@@ -698,17 +717,19 @@ private:
     [[nodiscard]] auto behind(std::size_t i) const -> bool {
         const part& p = m_parts[i];
         if (!p.local.empty() || !p.started) return true;
-        if (p.at_end) return false;
-        std::int64_t low = 0;
-        std::int64_t high = 0;
-        if (p.next >= 0 &&
-            rd_kafka_get_watermark_offsets(m_rk.get(), m_config.topic.c_str(),
-                                           static_cast<std::int32_t>(i), &low,
-                                           &high) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            high >= 0 && p.next >= high) {
-            return false;
+        if (p.at_end || p.next < 0) return !p.at_end;
+        if (p.high_serial != m_merge_serial) {
+            p.high_serial = m_merge_serial;
+            std::int64_t low = 0;
+            std::int64_t high = -1;
+            if (rd_kafka_get_watermark_offsets(m_rk.get(), m_config.topic.c_str(),
+                                               static_cast<std::int32_t>(i), &low,
+                                               &high) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                high = -1;
+            }
+            p.high = high;
         }
-        return true;
+        return !(p.high >= 0 && p.next >= p.high);
     }
 
     [[nodiscard]] auto idle(const part& p) const -> bool {
@@ -818,7 +839,8 @@ private:
     reseq_type m_reseq;
     std::int32_t m_partitions = 0;
     std::vector<part> m_parts;
-    std::vector<bool> m_blocked;  // merge()'s partitions refused this turn
+    std::vector<bool> m_blocked;       // merge()'s partitions refused this turn
+    std::uint64_t m_merge_serial = 0;  // merge() calls: the watermark cache's age
     std::chrono::milliseconds m_clock_origin{};
     steady::duration m_running{};
     bool m_frozen = true;

@@ -127,8 +127,10 @@ struct ordered_group_config {
     /// Each home's resequencer limits; `on_full` is ignored (always full_policy::refuse).
     resequencer_config reseq{};
     /// A source partition whose progress records stop this long (its member died) no longer
-    /// holds a home's watermark clock. > 0; longer than a member's failover.
-    std::chrono::milliseconds idle_timeout{std::chrono::seconds(30)};
+    /// holds a home's watermark clock. Longer than a member's failover; 0 (the default) derives
+    /// it from the consumer's session.timeout.ms: twice it (the death noticed, the rebalance
+    /// done) plus 30 s for the new owner to take over, so 120 s with librdkafka's 45 s. >= 0.
+    std::chrono::milliseconds idle_timeout{0};
     std::chrono::milliseconds commit_interval{std::chrono::seconds(1)};           ///< > 0
     std::chrono::milliseconds progress_interval{std::chrono::milliseconds(100)};  ///< > 0
     /// How long the constructor waits for metadata, and a takeover for a checkpoint. > 0.
@@ -208,6 +210,7 @@ public:
         if (!m_on.process || !m_on.apply) fail_arg("process and apply are required");
         m_group = conf_value(m_conf.get(), "group.id");
         if (m_group.empty()) fail_arg("the conf has no group.id");
+        if (m_config.idle_timeout.count() == 0) m_config.idle_timeout = derived_idle_timeout();
         if (m_config.repartition_topic.empty()) {
             m_config.repartition_topic = default_repartition_topic(m_group, m_config.topic);
         }
@@ -408,13 +411,25 @@ private:
         const auto positive = [](const char* name, std::chrono::milliseconds value) {
             if (value.count() <= 0) fail_arg(std::string(name) + " must be > 0");
         };
-        positive("idle_timeout", c.idle_timeout);
+        if (c.idle_timeout.count() < 0) fail_arg("idle_timeout must be >= 0");
         positive("commit_interval", c.commit_interval);
         positive("progress_interval", c.progress_interval);
         positive("metadata_timeout", c.metadata_timeout);
         positive("flush_timeout", c.flush_timeout);
         c.reseq.on_full = full_policy::refuse;
         return c;
+    }
+
+    /// idle_timeout's default (see ordered_group_config).
+    [[nodiscard]] auto derived_idle_timeout() const -> std::chrono::milliseconds {
+        const std::string text = conf_value(m_conf.get(), "session.timeout.ms");
+        long long session = 45000;  // librdkafka's default, should the conf not say
+        try {
+            if (!text.empty()) session = std::stoll(text);
+        } catch (const std::exception&) {
+            // librdkafka validated it when it was set; keep the default otherwise
+        }
+        return std::chrono::milliseconds(2 * session + 30000);
     }
 
     static auto conf_value(const rd_kafka_conf_t* conf, const char* name) -> std::string {
@@ -619,6 +634,11 @@ private:
         if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             if (lane.next < 0 && lane.queue.empty()) lane.next = m->offset;  // an empty start
             lane.end = m->offset;
+            // Everything before it was pushed: held offsets of the home's restored checkpoint
+            // below it were deleted (retention) and will not come.
+            if (source && lane.queue.empty()) {
+                it->second->reseq->skip_to(static_cast<std::uint32_t>(m->partition), m->offset);
+            }
             return;
         }
         if (source) {

@@ -10,7 +10,9 @@
 /// the highest taken; every re-read offset is below next().
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <vector>
@@ -37,6 +39,25 @@ public:
         const bool erased = reread && m_rereads.erase(offset) != 0;
         if (offset >= m_next) m_next = offset + 1;
         return erased;
+    }
+
+    /// `offset` is about to be read: under push()'s contract nothing below it comes any more,
+    /// so the re-reads still expected below it never will (retention or compaction deleted
+    /// them since the checkpoint). Stops expecting them; returns how many.
+    auto skip_rereads_below(std::int64_t offset) -> std::size_t {
+        const auto end = m_rereads.lower_bound(offset);
+        const auto n = static_cast<std::size_t>(std::distance(m_rereads.begin(), end));
+        m_rereads.erase(m_rereads.begin(), end);
+        return n;
+    }
+
+    /// Nothing below `offset` will be read any more (the reading jumped there): the re-reads
+    /// below it are dropped (returns how many) and next() is at least `offset`, unless nothing
+    /// was taken yet.
+    auto skip_to(std::int64_t offset) -> std::size_t {
+        const std::size_t n = skip_rereads_below(offset);
+        if (m_next >= 0) m_next = std::max(m_next, offset);
+        return n;
     }
 
     /// Loads a checkpoint's position: `held` are offsets below `next` to be re-read.
