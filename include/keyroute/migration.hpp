@@ -199,7 +199,7 @@ public:
     }
 
     /// An id past the enumerated ones (a partitioner that routes outside its own ids) goes to
-    /// the hash map: until 0.2.9 it was written past the dense array's end.
+    /// the hash map, never past the dense array's end.
     auto at(std::uint32_t id) -> partition_flow& {
         partition_flow& f = id < m_dense.size() ? m_dense[id] : m_sparse[id];
         f.partition = id;

@@ -31,9 +31,9 @@ namespace keyroute {
 ///   a double (from s(p) >> 11 = 2^52 on, the + 0.5 rounds to even, so pairs of draws share a u;
 ///   the top one rounds up to 1 and is taken as the double below 1), and
 ///   w(p) the weight times the one power of two that puts the largest weight in [1, 2): exact,
-///   so only ratios matter at any magnitude (until 0.2.9 weights near DBL_MAX overflowed the
-///   score to inf, and subnormal ones underflowed it, both ignoring the weights). A key then
-///   lands on p with probability w(p) / sum(w).
+///   so only ratios matter at any magnitude (weights near DBL_MAX cannot overflow the score to
+///   inf, nor subnormal ones underflow it). A key then lands on p with probability
+///   w(p) / sum(w).
 /// Ties (probability ~2^-64 per key unweighted, ~2^-53 weighted) go to the smaller id. The order
 /// of `ids` given to the constructor does not matter.
 ///

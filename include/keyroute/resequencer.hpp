@@ -78,6 +78,7 @@
 #include "detail/config.hpp"
 #include "hash.hpp"
 #include "resequencer/checkpoint.hpp"
+#include "resequencer/deadlines.hpp"
 #include "resequencer/given_up.hpp"
 #include "resequencer/hashed_index.hpp"
 #include "resequencer/node_pool.hpp"
@@ -426,7 +427,7 @@ public:
         const reentry_guard guard(*this);
         if (w > m_watermark) m_watermark = w;
         resume_after_exception();
-        while (!m_deadlines.empty() && m_deadlines.front().deadline <= m_watermark) {
+        while (!m_deadlines.empty() && m_deadlines.top().deadline <= m_watermark) {
             release_due(gap_reason::timeout);
         }
         forget_idle_episodes();
@@ -527,7 +528,7 @@ public:
             partition_of(p.partition).offsets.restore(p.next_offset, p.held_offsets);
         }
         // Least recently used first, so that the idle list is in the order it had (checkpoint()
-        // lists episodes in hash order: until 0.2.13 the count limit then forgot any one first).
+        // lists episodes in hash order, and the count limit forgets the front of the list).
         std::vector<const resequencer_checkpoint::episode_state*> by_time;
         by_time.reserve(cp.episodes.size());
         for (const auto& e : cp.episodes) by_time.push_back(&e);
@@ -544,10 +545,9 @@ public:
             for (const std::uint64_t seq : e.delivered_ahead) ep.held.insert(seq, tombstone);
             after_advance(ep, 0);  // only finishes an episode whose last sequence was delivered
             // An episode that held events is remembered until they are re-read, as it would
-            // have been without the restart (until 0.2.7 every restored episode was idle, and
-            // with more than max_idle_episodes of them the replay could forget one whose events
-            // it had yet to re-read: they then started a new episode, waited max_delay, and
-            // sequences delivered before the restart were reported missing).
+            // have been without the restart: forgotten during the replay, its re-read events
+            // would start a new episode, wait max_delay, and report as missing sequences that
+            // were delivered before the restart.
             ep.pinned = e.held_events;
             idle_if_unused(ep);
         }
@@ -707,16 +707,7 @@ private:
         std::uint32_t held_last = no_slot;
     };
 
-    struct deadline_item {
-        time_type deadline;
-        std::uint64_t serial;
-        std::uint32_t slot;
-    };
-    struct deadline_later {
-        auto operator()(const deadline_item& a, const deadline_item& b) const noexcept -> bool {
-            return a.deadline != b.deadline ? a.deadline > b.deadline : a.serial > b.serial;
-        }
-    };
+    using deadline_item = typename detail::deadline_heap<time_type>::item;
 
     class reentry_guard {
     public:
@@ -1180,9 +1171,9 @@ private:
         if (e.part != nullptr) link_held_offset(*e.part, slot);
         m_book.events += 1;
         m_book.bytes += bytes;
-        m_deadlines.push_back({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
-        std::push_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
-        compact_deadlines();
+        m_deadlines.push({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
+        m_deadlines.compact(m_book.events,
+                            [&](const deadline_item& d) { return is_pending(d.slot, d.serial); });
     }
 
     void link_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
@@ -1229,34 +1220,22 @@ private:
         return slot < m_book.slots && at(slot).serial == serial;
     }
 
-    // Lazy deletion leaves stale deadlines; rebuild when they outnumber the live ones.
-    void compact_deadlines() {
-        if (m_deadlines.size() < 64 || m_deadlines.size() < 4 * m_book.events) return;
-        m_deadlines.erase(
-            std::remove_if(m_deadlines.begin(), m_deadlines.end(),
-                           [&](const deadline_item& d) { return !is_pending(d.slot, d.serial); }),
-            m_deadlines.end());
-        std::make_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
-    }
-
     // Releases the event of the earliest deadline (after what it waits for), or drops the
     // deadline if its event is gone. The deadline leaves the heap only once its event is
     // released: if a sink throws while force() delivers what the event waits for, the event
-    // keeps its deadline (until 0.2.7 it was popped first, and the event could stay held for
-    // good, out of reach of advance_watermark and flush).
+    // keeps its deadline, so advance_watermark and flush still reach it.
     void release_due(gap_reason why) {
-        const deadline_item item = m_deadlines.front();
+        const deadline_item item = m_deadlines.top();
         if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, why);
         // force() leaves the heap as it was (nothing is held meanwhile): `item` is still first.
         // It stays if force() stopped at the event being pushed.
         if (is_pending(item.slot, item.serial)) return;
-        std::pop_heap(m_deadlines.begin(), m_deadlines.end(), deadline_later{});
-        m_deadlines.pop_back();
+        m_deadlines.pop();
     }
 
     auto release_oldest(gap_reason why) -> bool {
         while (!m_deadlines.empty()) {
-            const bool pending = is_pending(m_deadlines.front().slot, m_deadlines.front().serial);
+            const bool pending = is_pending(m_deadlines.top().slot, m_deadlines.top().serial);
             release_due(why);
             if (pending) return true;
         }
@@ -1380,8 +1359,8 @@ private:
             const std::uint32_t after = e.queue_next;
             bool blocked = seen_any && !e.st;
             if (!blocked && e.st) {
-                // blocks_stamp by any stamp skipped before it, from their lanes (until 0.2.13 a
-                // pass over every skipped stamp: O(h^2) per scan where h events were skipped).
+                // blocks_stamp by any stamp skipped before it, from their lanes: O(1) per
+                // event, where a pass over every skipped stamp would make a scan O(h^2).
                 const seen_lane* seen = seen_of(e.st);
                 blocked = seen != nullptr && (seen->mixed || seen->episode != e.st.episode);
             }
@@ -1427,8 +1406,7 @@ private:
         const delivery_order final_order =
             e.late && order == delivery_order::in_order ? delivery_order::late : order;
         // First, and the event's only move: an Event whose move throws stays held, with its
-        // deadline, and nothing changes (until 0.2.13 the delivery moved it a second time, after
-        // the bookkeeping, and a throw there lost it).
+        // deadline, and nothing changes (a second move after the bookkeeping could lose it).
         m_book.in_user_code = true;
         delivery_type d{
             Event(std::move(*e.event)), q.key(), e.st, e.source, e.time, final_order, e.unknown};
@@ -1578,16 +1556,16 @@ private:
     detail::hashed_index<episode_state> m_episode_index;  // looks m_episodes' nodes up
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
-    std::vector<deadline_item> m_deadlines;           // min-heap on (deadline, serial)
+    detail::deadline_heap<time_type> m_deadlines;     // of the held events, lazily deleted
 
     std::vector<fifo*> m_dirty;
     std::vector<fifo*> m_emptied;
     std::vector<seen_lane> m_seen;
     std::unordered_map<detail::episode_key, std::size_t, detail::episode_key_hash> m_seen_index;
 
-    /// The pointers and counts a move takes from its source, leaving it empty: the containers'
-    /// moves leave theirs empty, and until 0.2.13 the moved-from resequencer kept its idle list,
-    /// which pointed into the episodes the move had taken, so calling it corrupted the new one.
+    /// The pointers and counts a move takes from its source, leaving it empty, as the
+    /// containers' moves leave theirs: a moved-from resequencer must not keep an idle list that
+    /// points into the episodes the move took.
     struct bookkeeping {
         fifo* scanning = nullptr;
         bool interrupted = false;      // a sink threw: see resume_after_exception

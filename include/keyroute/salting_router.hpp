@@ -695,7 +695,7 @@ private:
                  std::to_string(c.window.count()) + " ms");
         }
         // A clock whose ticks are narrower than 64 bits (Clock::rep): the window's ticks must
-        // fit them too (until 0.2.10 they were cut, and the refusal said "not a whole number").
+        // fit them too, or they would be cut.
         using wide_ticks = std::chrono::duration<std::int64_t, typename Clock::period>;
         const auto wide = std::chrono::duration_cast<wide_ticks>(c.window);
         constexpr auto rep_max =

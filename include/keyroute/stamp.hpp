@@ -49,8 +49,8 @@ struct stamp {
     /// resequencer then treats the episode as finished). The router counts a lane's sequence in
     /// 40 bits: a lane's last number in an episode is 2^40 - 2 (after 12.7 days of a million
     /// events a second of that key on that lane), that event goes home, and the lane's later
-    /// events of the episode go home unstamped (until 0.2.13 the number wrapped to 0, and a
-    /// resequencer dropped every later event of the episode as a duplicate).
+    /// events of the episode go home unstamped (never wrapping to 0, which a resequencer would
+    /// take for duplicates).
     std::uint64_t sequence = 0;
     bool salted = false;  ///< the key was being spread when this event was routed
 
