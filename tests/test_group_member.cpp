@@ -1,6 +1,7 @@
 // keyroute::kafka::ordered_group in this process, one member at a time, on the mock cluster:
 // a member alone owns every home and reports its metrics; bad settings and foreign records are
-// refused by name; repartition records deleted before they are read are reported.
+// refused by name; repartition records deleted before they are read are reported; a full home
+// moves on under continuous production.
 #include "keyroute_catch.hpp"
 #include "group_member.hpp"
 #include "kafka_mock.hpp"
@@ -13,10 +14,13 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -205,4 +209,98 @@ TEST_CASE("repartition records deleted before they are read are reported", "[kaf
     CHECK(last > first);
     CHECK(member.stats().lost_forwards == static_cast<std::uint64_t>(last - first + 1));
     CHECK(out.size() + member.stats().lost_forwards == 8000);  // the rest applied
+}
+
+// The deadlock the group's clock must not have: a home full of events that wait for a sequence
+// that never comes, while the other partitions are never at their end (production runs faster
+// than the member reads). The home's clock must still run (its own partition is blocked, the
+// others' watermarks move), give the sequence up after max_delay, and apply what waited for it
+// while the production still runs; nothing else is lost or applied twice, and the home never
+// holds more than max_events.
+TEST_CASE("a full home moves on under continuous production: its gap is given up meanwhile",
+          "[kafka][group]") {
+    constexpr int n = 4;
+    constexpr std::uint64_t hot_events = 300;
+    constexpr std::uint64_t missing = 3;  // never produced
+    kt::mock_cluster cluster(1);
+    kt::create_group_topics(cluster, "full-group", "full", n);
+    const keyroute::kafka_partitioner p(n);
+    const std::string hot = "tenant-hot";
+    const auto home = static_cast<std::int32_t>(p.route(hot));
+    {  // the hot key's stamped events, on its home, with one sequence missing
+        kt::delivery_log log(1);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        for (std::uint64_t i = 0; i < hot_events; ++i) {
+            if (i == missing) continue;
+            REQUIRE(keyroute::kafka::produce_to(rk.get(), "full", home,
+                                                keyroute::stamp{7, 0, 1, i, true}, hot,
+                                                std::to_string(i)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+    }
+
+    auto config = in_process_config("full");
+    config.reseq.max_events = 50;
+    config.reseq.max_delay = std::chrono::milliseconds(100);
+    std::atomic<bool> producing{false};
+    std::uint64_t hot_applied = 0;
+    std::atomic<std::uint64_t> hot_applied_while_producing{0};
+    std::uint64_t cold_applied = 0;
+    keyroute::kafka::group_handlers on;
+    on.process = [](const keyroute::kafka::group_event& e) {
+        const auto until = steady::now() + std::chrono::microseconds(100);  // a slow step
+        while (steady::now() < until) {
+        }
+        return std::string(e.value);
+    };
+    on.apply = [&](const keyroute::kafka::group_event& e) {
+        if (e.key != hot) {
+            ++cold_applied;
+            return;
+        }
+        ++hot_applied;
+        if (e.stamp.sequence > missing && producing) ++hot_applied_while_producing;
+    };
+    keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
+        kt::consumer_conf(cluster.bootstraps(), "full-group"), config, on);
+    poll_until(
+        member, [&] { return !member.homes().empty(); }, std::chrono::seconds(30));
+
+    // Cold keys on every partition, twice as fast as the member reads, until the gap is given up
+    // (20 s at most: the member is then far behind).
+    std::atomic<std::uint64_t> cold_produced{0};
+    producing = true;
+    std::thread producer([&] {
+        kt::delivery_log log(1);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        const auto start = steady::now();
+        while (hot_applied_while_producing == 0 &&
+               steady::now() - start < std::chrono::seconds(20)) {
+            for (int i = 0; i < 20; ++i) {
+                const std::string key = "cold-" + std::to_string(cold_produced.load() % 1000);
+                if (keyroute::kafka::produce(rk.get(), "full", p, key, "c")) ++cold_produced;
+            }
+            rd_kafka_poll(rk.get(), 1);  // 20 per ms at most: 20,000/s
+        }
+        kt::flush(rk.get(), std::chrono::seconds(10));
+        producing = false;
+    });
+    std::size_t most_held = 0;
+    const auto deadline = steady::now() + std::chrono::seconds(90);
+    while (producing || cold_applied < cold_produced || !member.caught_up()) {
+        if (steady::now() > deadline) break;
+        member.poll(std::chrono::milliseconds(20));
+        for (const auto& m : member.metrics()) most_held = std::max(most_held, m.held_events);
+    }
+    producer.join();
+    INFO("hot applied " << hot_applied << " (" << hot_applied_while_producing
+                        << " after the gap while producing), cold " << cold_applied << " of "
+                        << cold_produced << ", refused " << member.stats().refused);
+    CHECK(member.stats().refused > 0);  // the home was full
+    CHECK(hot_applied_while_producing > 0);
+    CHECK(hot_applied == hot_events - 1);
+    CHECK(cold_applied == cold_produced);
+    CHECK(member.stats().missing == 1);
+    CHECK(most_held <= config.reseq.max_events);
+    member.close();
 }

@@ -28,14 +28,21 @@ TEST_CASE("an origin header round-trips and rejects what is not one", "[group]")
 }
 
 TEST_CASE("a progress record round-trips and rejects what is not one", "[group]") {
-    const std::vector<kk::source_progress> list{{0, 120, true}, {5, -1, false}, {31, 7, false}};
+    using st = kk::source_state;
+    const std::vector<kk::source_progress> list{{0, 120, st::at_end, 1764831600123},
+                                                {5, -1, st::reading, -1},
+                                                {31, 7, st::blocked, 1764831500000}};
     CHECK(kk::decode_progress(kk::encode_progress(list)) == list);
     CHECK(kk::decode_progress(kk::encode_progress({})).empty());
     const std::string good = kk::encode_progress(list);
     CHECK_THROWS_WITH(kk::decode_progress(good.substr(0, good.size() - 4)), contains("end"));
-    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-1 1 0 5 2 end"), contains("at_end"));
-    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-1 1 -3 5 0 end"),
+    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-2 1 0 5 3 -1 end"), contains("state"));
+    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-2 1 0 5 1 -2 end"),
+                      contains("watermark"));
+    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-2 1 -3 5 0 -1 end"),
                       contains("partition"));
+    // A member of an older release (no state, no watermark) is refused, not misread.
+    CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-1 1 0 5 1 end"), contains("magic"));
     CHECK_THROWS_WITH(kk::decode_progress("something else"), contains("magic"));
 }
 

@@ -41,15 +41,27 @@ struct source_position {
     }
 };
 
+/// Where a source partition's reader stands.
+enum class source_state : int {
+    reading = 0,  ///< has more to read, or is reading it
+    at_end = 1,   ///< read to the partition's end as of its last fetch
+    blocked = 2,  ///< held back by a refusal at its own home: it forwards nothing until that
+                  ///< home takes the refused event
+};
+
 /// One source partition's forwarding progress: every event read below `next` has been
-/// forwarded (or pushed at home), and `at_end` says its reader had reached the partition's end.
+/// forwarded (or pushed at home). `watermark` (ms since the epoch, -1 for none) bounds what it
+/// can still forward: every event it read with a timestamp up to it is forwarded; at its end,
+/// the writer's clock when it wrote the record.
 struct source_progress {
     std::int32_t partition = 0;
     std::int64_t next = -1;
-    bool at_end = false;
+    source_state state = source_state::reading;
+    std::int64_t watermark = -1;
 
     friend auto operator==(const source_progress& a, const source_progress& b) noexcept -> bool {
-        return a.partition == b.partition && a.next == b.next && a.at_end == b.at_end;
+        return a.partition == b.partition && a.next == b.next && a.state == b.state &&
+               a.watermark == b.watermark;
     }
 };
 
@@ -64,7 +76,7 @@ struct home_checkpoint {
 
 namespace detail {
 
-inline constexpr std::string_view progress_magic = "keyroute-progress-1";
+inline constexpr std::string_view progress_magic = "keyroute-progress-2";
 inline constexpr std::string_view home_magic = "keyroute-home-checkpoint-1";
 
 [[noreturn]] inline void bad_record(const char* what, std::string_view field) {
@@ -116,7 +128,10 @@ auto read_record(const char* what, std::string_view bytes, Read read) {
 [[nodiscard]] inline auto encode_progress(const std::vector<source_progress>& list) -> std::string {
     std::ostringstream out;
     out << detail::progress_magic << ' ' << list.size();
-    for (const auto& s : list) out << ' ' << s.partition << ' ' << s.next << ' ' << s.at_end;
+    for (const auto& s : list) {
+        out << ' ' << s.partition << ' ' << s.next << ' ' << static_cast<int>(s.state) << ' '
+            << s.watermark;
+    }
     out << " end";
     return out.str();
 }
@@ -130,10 +145,12 @@ auto read_record(const char* what, std::string_view bytes, Read read) {
         for (auto& s : list) {
             s.partition = in.number<std::int32_t>("partition");
             s.next = in.number<std::int64_t>("next");
-            const auto end = in.number<int>("at_end");
+            const auto state = in.number<int>("state");
+            s.watermark = in.number<std::int64_t>("watermark");
             if (s.partition < 0 || s.next < -1) detail::bad_record("decode_progress", "partition");
-            if (end != 0 && end != 1) detail::bad_record("decode_progress", "at_end");
-            s.at_end = end == 1;
+            if (state < 0 || state > 2) detail::bad_record("decode_progress", "state");
+            if (s.watermark < -1) detail::bad_record("decode_progress", "watermark");
+            s.state = static_cast<source_state>(state);
         }
         if (in.word("end") != "end") detail::bad_record("decode_progress", "end");
         return list;

@@ -22,14 +22,20 @@
 ///   their source position: it sees each source partition's events of h's keys in that
 ///   partition's order, as one consumer of the whole topic would, and a re-forward after a crash
 ///   (same source position, read before) is a duplicate it drops.
-/// - Watermarks over the shuffle: each member writes, every progress_interval while it changes,
-///   a progress record (group_wire.hpp) to every repartition partition: how far it has read and
-///   forwarded each of its source partitions, and whether it is at the end. Written after the
-///   forwards, it comes after them. Home h's watermark clock (processing time) runs only while
-///   its own two partitions are at their end and every source partition is at its end as its
-///   last progress record said, or silent for idle_timeout (a dead member): a sequence is given
-///   up (max_delay) only when no source can still forward it, unless the failover of a member
-///   takes longer than idle_timeout.
+/// - Watermarks over the shuffle (Flink's: the least of the inputs'): each member writes, every
+///   progress_interval, a progress record (group_wire.hpp) to every repartition partition: for
+///   each of its source partitions, whether it is reading, at its end or blocked (held back by
+///   a refusal at its own home), and its watermark: the newest message timestamp it has handled,
+///   or the writer's clock at the end. Written after the forwards, it comes after them. Home
+///   h's watermark clock (ms since the epoch, never going back) runs to the least watermark of
+///   what can still reach it: source h's own (the wall clock at its end), and every other
+///   source partition's last record, except those blocked or silent for idle_timeout (a dead
+///   member), and none of them while repartition h is blocked (nothing more of theirs can be
+///   read). So a sequence is given up (max_delay) only once every source that can forward it
+///   has read max_delay past it, under continuous production too, and a full home, which can
+///   take nothing more, still moves: its clock runs and max_delay gives up its oldest gaps.
+///   Message timestamps are taken as the producers wrote them: a producer whose clock is more
+///   than max_delay behind the others' makes its events late.
 /// - Commits, every commit_interval, on a rebalance's revoke and on close(): the producer is
 ///   flushed (every forward acknowledged), then each home's checkpoint is written to the
 ///   changelog topic's partition h (its resequencer state, the offsets to resume source h and
@@ -128,8 +134,10 @@ struct ordered_group_config {
     resequencer_config reseq{};
     /// A source partition whose progress records stop this long (its member died) no longer
     /// holds a home's watermark clock. Longer than a member's failover; 0 (the default) derives
-    /// it from the consumer's session.timeout.ms: twice it (the death noticed, the rebalance
-    /// done) plus 30 s for the new owner to take over, so 120 s with librdkafka's 45 s. >= 0.
+    /// it from the consumer's conf: max(2 session.timeout.ms, max.poll.interval.ms) for the
+    /// death to be noticed and the rebalance done, plus 2 flush_timeout (the commits inside
+    /// the rebalance) and metadata_timeout (the new owner's checkpoint read): 330 s with
+    /// librdkafka's defaults (300 s + 2 x 10 s + 10 s). >= 0.
     std::chrono::milliseconds idle_timeout{0};
     std::chrono::milliseconds commit_interval{std::chrono::seconds(1)};           ///< > 0
     std::chrono::milliseconds progress_interval{std::chrono::milliseconds(100)};  ///< > 0
@@ -185,7 +193,7 @@ struct home_metrics {
     std::size_t held_events = 0;       ///< events its resequencer holds
     std::int64_t source_lag = 0;       ///< messages of source `home` not read yet
     std::int64_t repartition_lag = 0;  ///< messages of repartition `home` not read yet
-    /// How far its watermark clock is behind processing time (time it held still, waiting).
+    /// How far its watermark clock is behind the wall clock (what it still waits for).
     std::chrono::milliseconds watermark_lag{0};
 };
 
@@ -233,9 +241,7 @@ public:
             }
         }
         m_base = std::make_unique<Partitioner>(static_cast<std::uint32_t>(m_partitions));
-        m_origin = std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::system_clock::now().time_since_epoch());
-        m_now = m_last_tick = m_last_commit = m_last_progress = steady::now();
+        m_now = m_last_commit = m_last_progress = steady::now();
         subscribe();
     }
 
@@ -365,18 +371,22 @@ private:
         std::int64_t next = -1;     ///< one past the last offset handled (or its first position)
         std::int64_t end = -1;      ///< the last end-of-partition offset, -1 after a newer message
         bool paused = false;        ///< paused after a refusal
+        std::int64_t newest = -1;   ///< the newest message timestamp handled, -1 for none
 
         /// Read to the partition's end as librdkafka last reported it.
         [[nodiscard]] auto at_end() const noexcept -> bool {
             return queue.empty() && end >= 0 && next >= end;
         }
+        /// Held back by a refused message: nothing behind it moves until its home takes it.
+        [[nodiscard]] auto blocked() const noexcept -> bool { return paused && !queue.empty(); }
     };
 
-    /// What home h's clock knows of a source partition's forwarding.
+    /// What home h's clock knows of a source partition's forwarding: its last progress record.
     struct source_seen {
         bool heard = false;
-        bool at_end = false;
-        steady::time_point when{};
+        source_state state = source_state::reading;
+        std::int64_t watermark = -1;
+        steady::time_point when{};  ///< when it was read
     };
 
     /// Everything of one owned home partition.
@@ -384,12 +394,11 @@ private:
         std::int32_t home = 0;
         lane_state source;
         lane_state repart;
-        std::int64_t pushed_next = -1;        ///< one past the last source offset pushed here
-        std::set<std::int64_t> held;          ///< repartition offsets of events held
-        std::vector<source_seen> seen;        ///< by source partition
-        steady::time_point since{};           ///< when this member took it over
-        std::chrono::milliseconds offset{0};  ///< added to the member's clock (a restored one)
-        steady::duration running{};           ///< time its clock ran (not waiting)
+        std::int64_t pushed_next = -1;  ///< one past the last source offset pushed here
+        std::set<std::int64_t> held;    ///< repartition offsets of events held
+        std::vector<source_seen> seen;  ///< by source partition
+        steady::time_point since{};     ///< when this member took it over
+        std::int64_t clock = 0;  ///< its watermark clock, ms since the epoch; never goes back
         std::unique_ptr<reseq_type> reseq;
     };
 
@@ -422,14 +431,18 @@ private:
 
     /// idle_timeout's default (see ordered_group_config).
     [[nodiscard]] auto derived_idle_timeout() const -> std::chrono::milliseconds {
-        const std::string text = conf_value(m_conf.get(), "session.timeout.ms");
-        long long session = 45000;  // librdkafka's default, should the conf not say
-        try {
-            if (!text.empty()) session = std::stoll(text);
-        } catch (const std::exception&) {
-            // librdkafka validated it when it was set; keep the default otherwise
-        }
-        return std::chrono::milliseconds(2 * session + 30000);
+        const auto ms = [this](const char* name, long long fallback) {
+            const std::string text = conf_value(m_conf.get(), name);
+            try {
+                return text.empty() ? fallback : std::stoll(text);
+            } catch (const std::exception&) {
+                return fallback;  // librdkafka validated it when it was set
+            }
+        };
+        const long long failover =
+            std::max(2 * ms("session.timeout.ms", 45000), ms("max.poll.interval.ms", 300000));
+        return std::chrono::milliseconds(failover) + 2 * m_config.flush_timeout +
+               m_config.metadata_timeout;
     }
 
     static auto conf_value(const rd_kafka_conf_t* conf, const char* name) -> std::string {
@@ -668,6 +681,8 @@ private:
             pending& p = lane.queue.front();
             if (!(this->*handle)(home, p)) break;
             lane.next = p.message->offset + 1;
+            lane.newest =
+                std::max(lane.newest, rd_kafka_message_timestamp(p.message.get(), nullptr));
             lane.queue.pop_front();
         }
     }
@@ -749,7 +764,7 @@ private:
             for (const auto& s : decode_progress(value_of(m))) {
                 if (s.partition < 0 || s.partition >= m_partitions) continue;
                 auto& seen = home.seen[static_cast<std::size_t>(s.partition)];
-                seen = source_seen{true, s.at_end, m_now};
+                seen = source_seen{true, s.state, s.watermark, m_now};
             }
             return true;
         }
@@ -835,42 +850,64 @@ private:
 
     // ---- the watermark clock --------------------------------------------------------------
 
-    /// Whether home h's clock must hold still: one of its partitions, or a source that can
-    /// still forward to it, has more to give (see the file comment).
-    [[nodiscard]] auto waiting(const home_state& home) const -> bool {
-        const auto behind = [](const lane_state& l) {
-            return !l.queue.empty() ? !l.paused : !l.at_end();
-        };
-        if (behind(home.source) || behind(home.repart)) return true;
+    [[nodiscard]] static auto wall_ms() -> std::int64_t {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    }
+
+    /// How far home h's clock may run (see the file comment): the least watermark of what can
+    /// still reach it. Its own source partition bounds it by the newest timestamp handled
+    /// unless it is at its end or blocked; every other source partition by its last progress
+    /// record, unless that says blocked or is older than idle_timeout (its member is gone),
+    /// and not at all while its own repartition partition is blocked: then nothing more of
+    /// theirs can be read, so waiting for it would never end.
+    [[nodiscard]] auto bound(const home_state& home, std::int64_t wall) const -> std::int64_t {
+        std::int64_t least = wall;
+        if (!home.source.at_end() && !home.source.blocked()) {
+            least = std::min(least, home.source.newest);
+        }
+        if (home.repart.blocked()) return least;
         for (std::size_t q = 0; q < home.seen.size(); ++q) {
             if (static_cast<std::int32_t>(q) == home.home) continue;
             const source_seen& s = home.seen[q];
-            const auto last = s.heard ? s.when : home.since;
-            if (!(s.heard && s.at_end) && m_now - last <= m_config.idle_timeout) return true;
+            if (!s.heard) {  // not heard since the takeover: hold, for idle_timeout at most
+                if (m_now - home.since <= m_config.idle_timeout)
+                    least = std::min(least, home.clock);
+                continue;
+            }
+            if (m_now - s.when > m_config.idle_timeout || s.state == source_state::blocked)
+                continue;
+            least = std::min(least, s.watermark);
         }
-        return false;
+        return least;
     }
 
     void tick() {
-        const auto step = m_now - m_last_tick;
-        m_last_tick = m_now;
-        for (auto& [h, home] : m_homes) {
-            if (!waiting(*home)) home->running += step;
-        }
+        const std::int64_t wall = wall_ms();
+        for (auto& [h, home] : m_homes) home->clock = std::max(home->clock, bound(*home, wall));
     }
 
-    [[nodiscard]] auto time_of(const home_state& home) const -> std::chrono::milliseconds {
-        return m_origin + home.offset +
-               std::chrono::duration_cast<std::chrono::milliseconds>(home.running);
+    [[nodiscard]] static auto time_of(const home_state& home) -> std::chrono::milliseconds {
+        return std::chrono::milliseconds(home.clock);
     }
 
+    /// Writes this member's progress record to every repartition partition, every
+    /// progress_interval even when nothing changed: its watermarks run with the clock at a
+    /// partition's end, and a silent member is a dead one (idle_timeout).
     void send_progress() {
         m_last_progress = m_now;
+        if (m_homes.empty()) return;
+        const std::int64_t wall = wall_ms();
         std::vector<source_progress> list;
         for (const auto& [h, home] : m_homes) {
-            list.push_back(source_progress{h, home->source.next, home->source.at_end()});
+            const lane_state& l = home->source;
+            const auto state = l.at_end()    ? source_state::at_end
+                               : l.blocked() ? source_state::blocked
+                                             : source_state::reading;
+            list.push_back(
+                source_progress{h, l.next, state, state == source_state::at_end ? wall : l.newest});
         }
-        if (list.empty() || list == m_last_sent) return;
         const std::string bytes = encode_progress(list);
         for (std::int32_t to = 0; to < m_partitions; ++to) {
             const auto err =
@@ -879,13 +916,15 @@ private:
             if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return;  // the queue is full: next interval
             ++m_stats.progress;
         }
-        m_last_sent = std::move(list);
     }
 
     // ---- commits --------------------------------------------------------------------------
 
     static void on_delivery(rd_kafka_t* /*rk*/, const rd_kafka_message_t* m, void* opaque) {
         auto* self = static_cast<ordered_group*>(opaque);
+        // Purged at a failed revoke: the homes moved on, and their new owners re-read the
+        // sources from the last checkpoints, so these forwards are made again.
+        if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE) return;
         if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR && self->m_delivery_error.empty()) {
             self->m_delivery_error = std::string(rd_kafka_topic_name(m->rkt)) + " partition " +
                                      std::to_string(m->partition) + ": " + rd_kafka_err2str(m->err);
@@ -998,9 +1037,14 @@ private:
 #endif
     }
 
+    /// Commits the homes unless the assignment was lost (the group moved them on without this
+    /// member: their new owners may have checkpointed since). A commit that fails leaves its
+    /// checkpoints queued: they are purged, so that none lands after a new owner's.
     void revoke() {
-        if (!m_no_commit && !m_failed && m_pending_error == nullptr) {
-            static_cast<void>(commit_all(true));
+        const bool lost = rd_kafka_assignment_lost(m_consumer.get()) != 0;
+        if (!m_no_commit && !m_failed && m_pending_error == nullptr && !lost && !commit_all(true)) {
+            rd_kafka_purge(m_producer.get(), RD_KAFKA_PURGE_F_QUEUE);
+            rd_kafka_poll(m_producer.get(), 0);  // their reports, ignored (on_delivery)
         }
         for (auto& [h, home] : m_homes) {
             if (home->source.paused) toggle(m_config.topic, h, false);
@@ -1008,7 +1052,6 @@ private:
             if (m_on.release) m_on.release(h);
         }
         m_homes.clear();
-        m_last_sent.clear();
         rd_kafka_assign(m_consumer.get(), nullptr);
     }
 
@@ -1032,6 +1075,7 @@ private:
             home->home = h;
             home->seen.assign(static_cast<std::size_t>(m_partitions), source_seen{});
             home->since = m_now;
+            home->clock = wall_ms();
             home_state* raw = home.get();
             home->reseq = std::make_unique<reseq_type>(
                 m_config.reseq,
@@ -1049,8 +1093,7 @@ private:
                          " with " + std::to_string(cp->state.partitions) + " partitions");
                 }
                 home->reseq->restore(cp->state.state);
-                const auto now = time_of(*home);
-                if (cp->state.state.watermark > now) home->offset = cp->state.state.watermark - now;
+                home->clock = std::max(home->clock, cp->state.state.watermark.count());
             }
             if (m_on.restore_state)
                 m_on.restore_state(h, cp != nullptr ? &cp->application : nullptr);
@@ -1157,13 +1200,10 @@ private:
     std::int32_t m_partitions = 0;
     std::unique_ptr<Partitioner> m_base;
     std::map<std::int32_t, std::unique_ptr<home_state>> m_homes;
-    std::vector<source_progress> m_last_sent;
     ordered_group_stats m_stats;
     std::string m_delivery_error;
     std::exception_ptr m_pending_error;
-    std::chrono::milliseconds m_origin{};
     steady::time_point m_now{};
-    steady::time_point m_last_tick{};
     steady::time_point m_last_commit{};
     steady::time_point m_last_progress{};
     std::uint64_t m_forwarded_then = 0;
