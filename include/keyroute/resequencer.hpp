@@ -81,9 +81,11 @@
 #include "resequencer/deadlines.hpp"
 #include "resequencer/given_up.hpp"
 #include "resequencer/hashed_index.hpp"
+#include "resequencer/key_queue.hpp"
 #include "resequencer/node_pool.hpp"
 #include "resequencer/offsets.hpp"
 #include "resequencer/sequence_window.hpp"
+#include "resequencer/slot_list.hpp"
 #include "stamp.hpp"
 
 #include <algorithm>
@@ -451,9 +453,9 @@ public:
         const auto it = m_partitions.find(partition);
         if (it == m_partitions.end()) return std::nullopt;
         const partition_state& ps = it->second;
-        return ps.offsets.committable(ps.held_first == no_slot
+        return ps.offsets.committable(ps.held.first == no_slot
                                           ? std::nullopt
-                                          : std::optional(at(ps.held_first).source.offset));
+                                          : std::optional(at(ps.held.first).source.offset));
     }
 
     /// The state to store with committed offsets (see resequencer_checkpoint). O(n log n) in the
@@ -466,7 +468,7 @@ public:
             resequencer_checkpoint::partition_state out;
             out.partition = partition;
             out.next_offset = ps.offsets.next();
-            for (std::uint32_t k = ps.held_first; k != no_slot; k = at(k).part_next) {
+            for (std::uint32_t k = ps.held.first; k != no_slot; k = at(k).part_next) {
                 out.held_offsets.push_back(at(k).source.offset);
             }
             const auto& rereads = ps.offsets.rereads();
@@ -591,10 +593,12 @@ public:
 private:
     static constexpr std::uint32_t tombstone = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::uint32_t no_slot = tombstone;
+    static_assert(no_slot == detail::slot_list::none, "a slot list ends where a slot is none");
     static constexpr std::uint32_t waits_for_pushed = tombstone - 1;  // blocker(): see protect
     static constexpr std::uint64_t last_sequence = std::numeric_limits<std::uint64_t>::max();
 
-    struct fifo;
+    // The held events of one key read from one partition (resequencer/key_queue.hpp).
+    using fifo = detail::key_queue;
     struct episode_state;
     struct partition_state;
 
@@ -650,39 +654,6 @@ private:
         std::optional<Event> event;
     };
 
-    // The held events of one key read from one partition, in partition order.
-    struct fifo {
-        // Its key: in place up to short_key bytes (the push that finds the fifo compares it
-        // without loading another cache line), else in long_key (which keeps its capacity).
-        static constexpr std::size_t short_key = 24;
-        std::array<char, short_key> key_bytes{};
-        std::size_t key_size = 0;
-        std::string long_key;
-        [[nodiscard]] auto key() const noexcept -> std::string_view {
-            return key_size <= short_key ? std::string_view(key_bytes.data(), key_size)
-                                         : std::string_view(long_key);
-        }
-        void set_key(std::string_view k) {
-            if (k.size() <= short_key) {
-                std::copy(k.begin(), k.end(), key_bytes.begin());
-            } else {
-                long_key.assign(k.data(), k.size());
-            }
-            key_size = k.size();
-        }
-        std::uint32_t partition = 0;
-        std::uint64_t hash = 0;
-        // Its events, linked through entry::queue_prev/queue_next: nothing to allocate per event,
-        // and a scan reads each entry it visits and nothing else.
-        std::uint32_t first = no_slot;
-        std::uint32_t last = no_slot;
-        std::size_t count = 0;
-        std::size_t unstamped = 0;
-        bool dirty = false;
-        bool emptied = false;  // listed in m_emptied
-        [[nodiscard]] auto size() const noexcept -> std::size_t { return count; }
-    };
-
     struct episode_state {
         detail::episode_key id{};
         std::string key;
@@ -701,11 +672,12 @@ private:
     struct partition_state {
         detail::partition_offsets offsets;
         // Its held events that have an offset, in push order (offset order when the caller keeps
-        // push()'s contract), linked through entry::part_prev/part_next: the first one's offset
-        // is the lowest held. O(1) to add and remove, nothing kept for a released event.
-        std::uint32_t held_first = no_slot;
-        std::uint32_t held_last = no_slot;
+        // push()'s contract), linked through entry::part_prev/part_next (part_links): the first
+        // one's offset is the lowest held.
+        detail::slot_list held;
     };
+    using queue_links = detail::slot_links<entry, &entry::queue_prev, &entry::queue_next>;
+    using part_links = detail::slot_links<entry, &entry::part_prev, &entry::part_next>;
 
     using deadline_item = typename detail::deadline_heap<time_type>::item;
 
@@ -842,7 +814,7 @@ private:
     void clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p) {
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
-            for (std::uint32_t k = q.first; k != no_slot; k = at(k).queue_next) {
+            for (std::uint32_t k = q.events.first; k != no_slot; k = at(k).queue_next) {
                 const entry& y = at(k);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
                     force(k, y.serial, gap_reason::full);
@@ -928,7 +900,7 @@ private:
     [[nodiscard]] auto fifo_blocks(const fifo& q, const stamp& st) const noexcept -> bool {
         if (q.size() == 0) return false;
         if (!st || q.unstamped != 0) return true;
-        for (std::uint32_t k = q.first; k != no_slot; k = at(k).queue_next) {
+        for (std::uint32_t k = q.events.first; k != no_slot; k = at(k).queue_next) {
             if (blocks_stamp(at(k).st, st)) return true;
         }
         return false;
@@ -1083,8 +1055,8 @@ private:
     template <class E>
     void accept_and_deliver(std::string_view key, const stamp& st, E& event, const origin& source,
                             time_type time, const plan& p) {
-        // First, and the event's only copy or move: if it throws, nothing has changed (until
-        // 0.2.13 the delivery moved it again after the bookkeeping, and a throw there lost it).
+        // First, and the event's only copy or move: if it throws, nothing has changed (a second
+        // move after the bookkeeping could lose it).
         delivery_type d{Event(std::forward<E>(event)),
                         key,
                         st,
@@ -1150,11 +1122,7 @@ private:
             m_fifos.insert(h, q);
         }
         e.queue = q;
-        e.queue_prev = q->last;
-        e.queue_next = no_slot;
-        if (q->last != no_slot) at(q->last).queue_next = slot;
-        else q->first = slot;
-        q->last = slot;
+        queue_links::push_back(q->events, slot, e, slot_of());
         ++q->count;
         if (!st) ++q->unstamped;
         if (st) {
@@ -1168,7 +1136,7 @@ private:
             if (ep.refs++ == 0) idle_unlink(ep);
             unpin_one(ep, p.reread);
         }
-        if (e.part != nullptr) link_held_offset(*e.part, slot);
+        if (e.part != nullptr) part_links::push_back(e.part->held, slot, e, slot_of());
         m_book.events += 1;
         m_book.bytes += bytes;
         m_deadlines.push({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
@@ -1176,22 +1144,9 @@ private:
                             [&](const deadline_item& d) { return is_pending(d.slot, d.serial); });
     }
 
-    void link_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
-        entry& e = at(slot);
-        e.part_prev = ps.held_last;
-        e.part_next = no_slot;
-        if (ps.held_last != no_slot) at(ps.held_last).part_next = slot;
-        else ps.held_first = slot;
-        ps.held_last = slot;
-    }
-
-    void unlink_held_offset(partition_state& ps, std::uint32_t slot) noexcept {
-        entry& e = at(slot);
-        if (e.part_prev != no_slot) at(e.part_prev).part_next = e.part_next;
-        else ps.held_first = e.part_next;
-        if (e.part_next != no_slot) at(e.part_next).part_prev = e.part_prev;
-        else ps.held_last = e.part_prev;
-        e.part_prev = e.part_next = no_slot;
+    /// at(), as the slot lists take it.
+    [[nodiscard]] auto slot_of() noexcept {
+        return [this](std::uint32_t slot) -> entry& { return at(slot); };
     }
 
     static constexpr std::uint32_t slab_bits = 8;
@@ -1353,7 +1308,7 @@ private:
         // scan ever indexed (the index exists only past seen_linear lanes).
         if (!m_seen_index.empty()) m_seen_index = decltype(m_seen_index){};
         bool seen_any = false;
-        std::uint32_t slot = q.first;
+        std::uint32_t slot = q.events.first;
         while (slot != no_slot) {
             const entry& e = at(slot);
             const std::uint32_t after = e.queue_next;
@@ -1391,8 +1346,7 @@ private:
             q->emptied = false;
             if (q->size() != 0) continue;
             m_fifos.erase(q->hash, q);
-            q->first = q->last = no_slot;
-            q->unstamped = 0;
+            q->recycle();
             m_spare_fifos.push_back(q);
         }
         m_emptied.clear();
@@ -1411,11 +1365,7 @@ private:
         delivery_type d{
             Event(std::move(*e.event)), q.key(), e.st, e.source, e.time, final_order, e.unknown};
         m_book.in_user_code = false;
-        if (e.queue_prev != no_slot) at(e.queue_prev).queue_next = e.queue_next;
-        else q.first = e.queue_next;
-        if (e.queue_next != no_slot) at(e.queue_next).queue_prev = e.queue_prev;
-        else q.last = e.queue_prev;
-        e.queue_prev = e.queue_next = no_slot;
+        queue_links::erase(q.events, e, slot_of());
         --q.count;
         if (!e.st) --q.unstamped;
         if (q.size() == 0 && !q.emptied) {
@@ -1437,7 +1387,7 @@ private:
             --ep.refs;
             idle_if_unused(ep);
         }
-        if (e.part != nullptr) unlink_held_offset(*e.part, slot);
+        if (e.part != nullptr) part_links::erase(e.part->held, e, slot_of());
         m_book.events -= 1;
         m_book.bytes -= e.bytes;
         e.event.reset();
@@ -1473,7 +1423,7 @@ private:
             }
         }
         const fifo& q = *e.queue;
-        for (std::uint32_t k = q.first; k != slot; k = at(k).queue_next) {
+        for (std::uint32_t k = q.events.first; k != slot; k = at(k).queue_next) {
             const entry& y = at(k);
             if (!e.st || !y.st || blocks_stamp(y.st, e.st)) return k;
         }
