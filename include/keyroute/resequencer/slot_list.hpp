@@ -8,7 +8,7 @@
 /// same events: nothing is allocated per event, adding at the back and removing any event are
 /// O(1), and walking a list loads only the events on it.
 ///
-/// `Node` is the caller's event type and `Prev` / `Next` its two link fields; `at(slot)` returns
+/// `Node` is the caller's event type and `prev` / `next` its two link fields; `at(slot)` returns
 /// the node of a slot (the node itself is passed where the caller has it: no second look-up). A
 /// node is on at most one list per pair of fields; its links are `slot_list::none` when it is on
 /// none.
@@ -27,15 +27,15 @@ struct slot_list {
     [[nodiscard]] auto empty() const noexcept -> bool { return first == none; }
 };
 
-template <class Node, std::uint32_t Node::*Prev, std::uint32_t Node::*Next>
+template <class Node, std::uint32_t Node::*prev, std::uint32_t Node::*next>
 struct slot_links {
     /// Appends `slot` (whose node is `n`), which is on no list of these links.
     template <class At>
     static void push_back(slot_list& list, std::uint32_t slot, Node& n, At&& at) noexcept {
-        n.*Prev = list.last;
-        n.*Next = slot_list::none;
+        n.*prev = list.last;
+        n.*next = slot_list::none;
         if (list.last != slot_list::none) {
-            at(list.last).*Next = slot;
+            at(list.last).*next = slot;
         } else {
             list.first = slot;
         }
@@ -45,17 +45,17 @@ struct slot_links {
     /// Unlinks node `n`, which is on `list`; its links become none.
     template <class At>
     static void erase(slot_list& list, Node& n, At&& at) noexcept {
-        if (n.*Prev != slot_list::none) {
-            at(n.*Prev).*Next = n.*Next;
+        if (n.*prev != slot_list::none) {
+            at(n.*prev).*next = n.*next;
         } else {
-            list.first = n.*Next;
+            list.first = n.*next;
         }
-        if (n.*Next != slot_list::none) {
-            at(n.*Next).*Prev = n.*Prev;
+        if (n.*next != slot_list::none) {
+            at(n.*next).*prev = n.*prev;
         } else {
-            list.last = n.*Prev;
+            list.last = n.*prev;
         }
-        n.*Prev = n.*Next = slot_list::none;
+        n.*prev = n.*next = slot_list::none;
     }
 };
 
