@@ -69,6 +69,17 @@ TEST_CASE("one member alone owns every home and reports its metrics", "[kafka][g
     const kt::stream s = kt::skewed_stream(2000, 2, 0.9, 50, 5);
     kt::router_type router(kt::router_config(n));
     kt::produce_stream(cluster.bootstraps(), "solo", router, s);
+    {  // a progress record of an earlier build's member (format 1): left unheard, not an error
+        kt::delivery_log log(1);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        REQUIRE(keyroute::kafka::produce_to(
+                    rk.get(),
+                    keyroute::kafka::default_repartition_topic("solo-group", "solo").c_str(), 0,
+                    keyroute::stamp{}, {}, "keyroute-progress-1 1 0 5 1 end",
+                    {keyroute::kafka::header{keyroute::kafka::progress_header_name.data(), ""}}) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+    }
     std::vector<kt::seen> out;
     keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
         kt::consumer_conf(cluster.bootstraps(), "solo-group"), in_process_config("solo"),
@@ -165,6 +176,7 @@ TEST_CASE("repartition records deleted before they are read are reported", "[kaf
     kt::mock_cluster cluster(1);
     kt::create_group_topics(cluster, "gone-group", "gone", 1, 1);
     std::vector<kt::seen> out;
+    std::uint64_t first_progress = 0;  // the first member's progress records, ahead of the 8 MB
     {  // a first member leaves a checkpoint at the repartition topic's start
         keyroute::kafka::ordered_group<keyroute::kafka_partitioner> member(
             kt::consumer_conf(cluster.bootstraps(), "gone-group", {{"session.timeout.ms", "6000"}}),
@@ -174,6 +186,7 @@ TEST_CASE("repartition records deleted before they are read are reported", "[kaf
             std::chrono::seconds(30));
         REQUIRE(member.commit());
         member.close();
+        first_progress = member.stats().progress;
     }
     {  // 8 MB of forwarded-looking records while no member runs: the oldest are deleted
         kt::delivery_log log(1);
@@ -208,7 +221,10 @@ TEST_CASE("repartition records deleted before they are read are reported", "[kaf
     CHECK(first >= 0);  // from the checkpoint's offset (after the first member's progress record)
     CHECK(last > first);
     CHECK(member.stats().lost_forwards == static_cast<std::uint64_t>(last - first + 1));
-    CHECK(out.size() + member.stats().lost_forwards == 8000);  // the rest applied
+    // The rest applied; the deleted run may begin with progress records the first member wrote
+    // after its checkpoint's offset (retention cannot tell them from forwards).
+    CHECK(out.size() + member.stats().lost_forwards >= 8000);
+    CHECK(out.size() + member.stats().lost_forwards <= 8000 + first_progress);
 }
 
 // The deadlock the group's clock must not have: a home full of events that wait for a sequence

@@ -52,7 +52,7 @@ enum class source_state : int {
 /// One source partition's forwarding progress: every event read below `next` has been
 /// forwarded (or pushed at home). `watermark` (ms since the epoch, -1 for none) bounds what it
 /// can still forward: every event it read with a timestamp up to it is forwarded; at its end,
-/// the writer's clock when it wrote the record.
+/// the writer's clock when it wrote the record. `state` is for monitoring.
 struct source_progress {
     std::int32_t partition = 0;
     std::int64_t next = -1;

@@ -24,18 +24,21 @@
 ///   (same source position, read before) is a duplicate it drops.
 /// - Watermarks over the shuffle (Flink's: the least of the inputs'): each member writes, every
 ///   progress_interval, a progress record (group_wire.hpp) to every repartition partition: for
-///   each of its source partitions, whether it is reading, at its end or blocked (held back by
-///   a refusal at its own home), and its watermark: the newest message timestamp it has handled,
-///   or the writer's clock at the end. Written after the forwards, it comes after them. Home
-///   h's watermark clock (ms since the epoch, never going back) runs to the least watermark of
-///   what can still reach it: source h's own (the wall clock at its end), and every other
-///   source partition's last record, except those blocked or silent for idle_timeout (a dead
-///   member), and none of them while repartition h is blocked (nothing more of theirs can be
-///   read). So a sequence is given up (max_delay) only once every source that can forward it
-///   has read max_delay past it, under continuous production too, and a full home, which can
-///   take nothing more, still moves: its clock runs and max_delay gives up its oldest gaps.
-///   Message timestamps are taken as the producers wrote them: a producer whose clock is more
-///   than max_delay behind the others' makes its events late.
+///   each of its source partitions, its watermark (the newest message timestamp it has handled,
+///   capped at its wall clock; its wall clock at the partition's end) and, for monitoring,
+///   whether it is reading, at its end or blocked. Written after the forwards, it comes after
+///   them. Home h's watermark clock (ms since the epoch, never going back, starting at the wall
+///   clock of the takeover) runs to the least watermark of what can still reach it: source h's
+///   own, and every other source partition's last record, except one silent for idle_timeout
+///   (a dead member); a source not heard from since the takeover holds it, for idle_timeout at
+///   most. So a sequence is given up (max_delay) only once every source that can forward it
+///   has read max_delay past it, under continuous production too. A full home (one of its two
+///   partitions blocked by a refusal) can take nothing that fills its gaps: its clock runs at
+///   the wall clock's pace, and max_delay gives up its oldest gaps first. Message timestamps
+///   are taken as the producers wrote them: a producer whose clock is behind the others' by
+///   more than max_delay makes its events late; one ahead makes its partition's watermark run
+///   ahead (to the reader's clock at most), and events behind it in that partition may come
+///   late. A source partition without timestamps holds the homes it forwards to until its end.
 /// - Commits, every commit_interval, on a rebalance's revoke and on close(): the producer is
 ///   flushed (every forward acknowledged), then each home's checkpoint is written to the
 ///   changelog topic's partition h (its resequencer state, the offsets to resume source h and
@@ -117,8 +120,9 @@ struct group_handlers {
     /// Receives each gap a home's resequencer gives up. Optional (gaps are counted).
     std::function<void(std::int32_t home, const gap_report&)> on_gap;
     /// Receives each run of repartition records [first, last] of a home deleted (retention)
-    /// before the member read them: forwarded events lost to it (their stamped sequences are
-    /// then given up as gaps). Optional (counted in stats().lost_forwards).
+    /// before the member read them: forwarded events lost to it, and progress records among
+    /// them (which cannot be told apart once deleted); their stamped sequences are then given up
+    /// as gaps. Optional (counted in stats().lost_forwards).
     std::function<void(std::int32_t home, std::int64_t first, std::int64_t last)> on_lost;
 };
 
@@ -241,7 +245,8 @@ public:
             }
         }
         m_base = std::make_unique<Partitioner>(static_cast<std::uint32_t>(m_partitions));
-        m_now = m_last_commit = m_last_progress = steady::now();
+        now();
+        m_last_tick = m_last_commit = m_last_progress = m_now;
         subscribe();
     }
 
@@ -608,13 +613,13 @@ private:
             ++taken;
             take(message_ptr(m));
         }
-        m_now = steady::now();
+        now();
         tick();
         for (auto& [h, home] : m_homes) {
             drain(*home, home->source, &ordered_group::handle_source);
             drain(*home, home->repart, &ordered_group::handle_forwarded);
         }
-        m_now = steady::now();
+        now();
         tick();
         for (auto& [h, home] : m_homes) {
             resume_if_drained(home->source, m_config.topic, h);
@@ -645,7 +650,9 @@ private:
         const bool source = m_config.topic == rd_kafka_topic_name(m->rkt);
         lane_state& lane = source ? it->second->source : it->second->repart;
         if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            if (lane.next < 0 && lane.queue.empty()) lane.next = m->offset;  // an empty start
+            // Everything before the end was handled (control records of transactions, which
+            // are never delivered, included), or it is an empty start.
+            if (lane.queue.empty()) lane.next = std::max(lane.next, m->offset);
             lane.end = m->offset;
             // Everything before it was pushed: held offsets of the home's restored checkpoint
             // below it were deleted (retention) and will not come.
@@ -681,8 +688,10 @@ private:
             pending& p = lane.queue.front();
             if (!(this->*handle)(home, p)) break;
             lane.next = p.message->offset + 1;
-            lane.newest =
-                std::max(lane.newest, rd_kafka_message_timestamp(p.message.get(), nullptr));
+            // A timestamp ahead of this turn's wall clock counts as now: one message from a
+            // producer whose clock is ahead must not lift the partition's watermark past it.
+            const auto ts = rd_kafka_message_timestamp(p.message.get(), nullptr);
+            lane.newest = std::max(lane.newest, std::min(ts, m_wall));
             lane.queue.pop_front();
         }
     }
@@ -761,6 +770,9 @@ private:
             rd_kafka_message_headers(&m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR;
         if (has_headers && rd_kafka_header_get_last(headers, progress_header_name.data(), &value,
                                                     &size) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            // A record of a member of an earlier build (format 1, no watermarks): left unheard,
+            // as its writer is gone once every member runs this one.
+            if (value_of(m).rfind("keyroute-progress-1 ", 0) == 0) return true;
             for (const auto& s : decode_progress(value_of(m))) {
                 if (s.partition < 0 || s.partition >= m_partitions) continue;
                 auto& seen = home.seen[static_cast<std::size_t>(s.partition)];
@@ -855,19 +867,18 @@ private:
                    std::chrono::system_clock::now().time_since_epoch())
             .count();
     }
+    void now() {
+        m_now = steady::now();
+        m_wall = wall_ms();
+    }
 
-    /// How far home h's clock may run (see the file comment): the least watermark of what can
-    /// still reach it. Its own source partition bounds it by the newest timestamp handled
-    /// unless it is at its end or blocked; every other source partition by its last progress
-    /// record, unless that says blocked or is older than idle_timeout (its member is gone),
-    /// and not at all while its own repartition partition is blocked: then nothing more of
-    /// theirs can be read, so waiting for it would never end.
+    /// How far home h's clock may run while it is not full (see the file comment): the least
+    /// watermark of what can still reach it. Its own source partition bounds it by the newest
+    /// timestamp handled unless it is at its end; every other source partition by its last
+    /// progress record, unless that is older than idle_timeout (its member is gone).
     [[nodiscard]] auto bound(const home_state& home, std::int64_t wall) const -> std::int64_t {
         std::int64_t least = wall;
-        if (!home.source.at_end() && !home.source.blocked()) {
-            least = std::min(least, home.source.newest);
-        }
-        if (home.repart.blocked()) return least;
+        if (!home.source.at_end()) least = std::min(least, home.source.newest);
         for (std::size_t q = 0; q < home.seen.size(); ++q) {
             if (static_cast<std::int32_t>(q) == home.home) continue;
             const source_seen& s = home.seen[q];
@@ -876,16 +887,24 @@ private:
                     least = std::min(least, home.clock);
                 continue;
             }
-            if (m_now - s.when > m_config.idle_timeout || s.state == source_state::blocked)
-                continue;
-            least = std::min(least, s.watermark);
+            if (m_now - s.when <= m_config.idle_timeout) least = std::min(least, s.watermark);
         }
         return least;
     }
 
+    /// Moves every home's clock. A full home (a partition of its blocked by a refusal) can take
+    /// nothing that would fill its gaps, so waiting for its sources would never end: its clock
+    /// runs at the wall clock's pace instead, and max_delay gives up its oldest gaps first.
     void tick() {
-        const std::int64_t wall = wall_ms();
-        for (auto& [h, home] : m_homes) home->clock = std::max(home->clock, bound(*home, wall));
+        const auto step =
+            std::chrono::duration_cast<std::chrono::milliseconds>(m_now - m_last_tick);
+        m_last_tick += step;  // whole milliseconds: a fast turn's fraction is kept for the next
+        for (auto& [h, home] : m_homes) {
+            const bool full = home->source.blocked() || home->repart.blocked();
+            const std::int64_t to =
+                full ? std::min(m_wall, home->clock + step.count()) : bound(*home, m_wall);
+            home->clock = std::max(home->clock, to);
+        }
     }
 
     [[nodiscard]] static auto time_of(const home_state& home) -> std::chrono::milliseconds {
@@ -898,7 +917,7 @@ private:
     void send_progress() {
         m_last_progress = m_now;
         if (m_homes.empty()) return;
-        const std::int64_t wall = wall_ms();
+        const std::int64_t wall = m_wall;
         std::vector<source_progress> list;
         for (const auto& [h, home] : m_homes) {
             const lane_state& l = home->source;
@@ -922,9 +941,6 @@ private:
 
     static void on_delivery(rd_kafka_t* /*rk*/, const rd_kafka_message_t* m, void* opaque) {
         auto* self = static_cast<ordered_group*>(opaque);
-        // Purged at a failed revoke: the homes moved on, and their new owners re-read the
-        // sources from the last checkpoints, so these forwards are made again.
-        if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE) return;
         if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR && self->m_delivery_error.empty()) {
             self->m_delivery_error = std::string(rd_kafka_topic_name(m->rkt)) + " partition " +
                                      std::to_string(m->partition) + ": " + rd_kafka_err2str(m->err);
@@ -953,7 +969,7 @@ private:
     /// Flushes, writes every owned home's checkpoint, then commits the offsets. False when an
     /// acknowledgement timed out (nothing is committed then).
     auto commit_all(bool sync) -> bool {
-        m_now = steady::now();
+        now();
         const auto interval = std::chrono::duration<double>(m_now - m_last_commit).count();
         m_forward_rate = interval > 0
                              ? static_cast<double>(m_stats.forwarded - m_forwarded_then) / interval
@@ -1038,13 +1054,14 @@ private:
     }
 
     /// Commits the homes unless the assignment was lost (the group moved them on without this
-    /// member: their new owners may have checkpointed since). A commit that fails leaves its
-    /// checkpoints queued: they are purged, so that none lands after a new owner's.
+    /// member: their new owners may have checkpointed since). A checkpoint still queued from a
+    /// commit that timed out may land after a new owner's; it is a consistent older snapshot
+    /// (resequencer, offsets and application state together), so a takeover from it repeats
+    /// work and loses none.
     void revoke() {
         const bool lost = rd_kafka_assignment_lost(m_consumer.get()) != 0;
-        if (!m_no_commit && !m_failed && m_pending_error == nullptr && !lost && !commit_all(true)) {
-            rd_kafka_purge(m_producer.get(), RD_KAFKA_PURGE_F_QUEUE);
-            rd_kafka_poll(m_producer.get(), 0);  // their reports, ignored (on_delivery)
+        if (!m_no_commit && !m_failed && m_pending_error == nullptr && !lost) {
+            static_cast<void>(commit_all(true));
         }
         for (auto& [h, home] : m_homes) {
             if (home->source.paused) toggle(m_config.topic, h, false);
@@ -1069,13 +1086,13 @@ private:
         }
         ++m_stats.assignments;
         const auto checkpoints = load_checkpoints(source);
-        m_now = steady::now();
+        now();
         for (const auto h : source) {
             auto home = std::make_unique<home_state>();
             home->home = h;
             home->seen.assign(static_cast<std::size_t>(m_partitions), source_seen{});
             home->since = m_now;
-            home->clock = wall_ms();
+            home->clock = m_wall;
             home_state* raw = home.get();
             home->reseq = std::make_unique<reseq_type>(
                 m_config.reseq,
@@ -1204,6 +1221,8 @@ private:
     std::string m_delivery_error;
     std::exception_ptr m_pending_error;
     steady::time_point m_now{};
+    std::int64_t m_wall = 0;  ///< the wall clock (ms since the epoch) at m_now
+    steady::time_point m_last_tick{};
     steady::time_point m_last_commit{};
     steady::time_point m_last_progress{};
     std::uint64_t m_forwarded_then = 0;
