@@ -46,6 +46,34 @@ TEST_CASE("a progress record round-trips and rejects what is not one", "[group]"
     CHECK_THROWS_WITH(kk::decode_progress("something else"), contains("magic"));
 }
 
+TEST_CASE("progress records count by the position they state, not by when they arrive", "[group]") {
+    using st = kk::source_state;
+    kk::progress_known known;
+    CHECK_FALSE(known.heard);
+    // The new owner of a source, resumed at the committed offset 100 and read to 250.
+    CHECK(known.take({3, 250, st::reading, 5000}));
+    CHECK((known.next == 250 && known.watermark == 5000 && known.state == st::reading));
+    // A late record of its earlier owner, which had read to 180 and its end: older, ignored,
+    // though it arrives last. Taken as it came, it would say the source is at its end with a
+    // watermark ahead of what the new owner still forwards.
+    CHECK_FALSE(known.take({3, 180, st::at_end, 9000}));
+    CHECK((known.next == 250 && known.watermark == 5000 && known.state == st::reading));
+    // The same position stated twice: both hold, the greater watermark stands.
+    CHECK(known.take({3, 250, st::at_end, 7000}));
+    CHECK((known.watermark == 7000 && known.state == st::at_end));
+    CHECK(known.take({3, 250, st::reading, -1}));
+    CHECK((known.watermark == 7000 && known.state == st::reading));
+    // Further on, the record's own watermark, lower or not.
+    CHECK(known.take({3, 251, st::reading, 6000}));
+    CHECK((known.next == 251 && known.watermark == 6000));
+    // Nothing read yet (next -1) is the first thing heard, then behind everything.
+    kk::progress_known fresh;
+    CHECK(fresh.take({0, -1, st::reading, -1}));
+    CHECK(fresh.heard);
+    CHECK(fresh.take({0, 0, st::at_end, 10}));
+    CHECK_FALSE(fresh.take({0, -1, st::reading, -1}));
+}
+
 TEST_CASE("a home checkpoint round-trips and rejects what is not one", "[group]") {
     kk::home_checkpoint cp;
     cp.home = 17;

@@ -65,6 +65,29 @@ struct source_progress {
     }
 };
 
+/// What a home knows of one source partition from the progress records it has read. Records
+/// of a source can come from its successive owners in any order (an earlier owner's producer
+/// may still flush after the partition moved), so a record counts by the position it states,
+/// not by when it arrived: the furthest `next` wins, and one behind it is an older statement
+/// that adds nothing (everything below the furthest `next` was forwarded before that record).
+/// At an equal `next` both statements hold, so the watermark is the greater.
+struct progress_known {
+    bool heard = false;
+    std::int64_t next = -1;
+    source_state state = source_state::reading;
+    std::int64_t watermark = -1;
+
+    /// Takes `r` into what is known; false when `r` was behind it and changed nothing.
+    auto take(const source_progress& r) noexcept -> bool {
+        if (heard && r.next < next) return false;
+        watermark = heard && r.next == next && watermark > r.watermark ? watermark : r.watermark;
+        heard = true;
+        next = r.next;
+        state = r.state;
+        return true;
+    }
+};
+
 /// What a home partition's new owner needs to go on where the last one committed.
 struct home_checkpoint {
     std::int32_t home = 0;

@@ -388,10 +388,8 @@ private:
 
     /// What home h's clock knows of a source partition's forwarding: its last progress record.
     struct source_seen {
-        bool heard = false;
-        source_state state = source_state::reading;
-        std::int64_t watermark = -1;
-        steady::time_point when{};  ///< when it was read
+        progress_known known;
+        steady::time_point when{};  ///< when a record of it was last read, stale or not
     };
 
     /// Everything of one owned home partition.
@@ -776,7 +774,8 @@ private:
             for (const auto& s : decode_progress(value_of(m))) {
                 if (s.partition < 0 || s.partition >= m_partitions) continue;
                 auto& seen = home.seen[static_cast<std::size_t>(s.partition)];
-                seen = source_seen{true, s.state, s.watermark, m_now};
+                seen.known.take(s);
+                seen.when = m_now;  // someone forwards it, if only from behind what is known
             }
             return true;
         }
@@ -882,12 +881,12 @@ private:
         for (std::size_t q = 0; q < home.seen.size(); ++q) {
             if (static_cast<std::int32_t>(q) == home.home) continue;
             const source_seen& s = home.seen[q];
-            if (!s.heard) {  // not heard since the takeover: hold, for idle_timeout at most
+            if (!s.known.heard) {  // not heard since the takeover: hold, for idle_timeout at most
                 if (m_now - home.since <= m_config.idle_timeout)
                     least = std::min(least, home.clock);
                 continue;
             }
-            if (m_now - s.when <= m_config.idle_timeout) least = std::min(least, s.watermark);
+            if (m_now - s.when <= m_config.idle_timeout) least = std::min(least, s.known.watermark);
         }
         return least;
     }
