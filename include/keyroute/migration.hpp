@@ -270,9 +270,8 @@ public:
     auto finish(bool weighted) -> migration_report {
         m_report.weighted = weighted;
         m_report.partitions = m_flows.take_sorted();
-        // Ids a side with more than 2^20 partitions did not list: membership is still known.
-        // (Until 0.2.7 they read as not in that side, and the text called the other side's
-        // partitions "removed" or "added" when the count went past 2^20.)
+        // Ids a side with more than 2^20 partitions did not list: membership is still known
+        // from the partition count, so none of them reads as removed or added.
         for (partition_flow& f : m_report.partitions) {
             if constexpr (!has_ids<Old>::value) f.in_old = f.partition < m_old.partitions();
             if constexpr (!has_ids<New>::value) f.in_new = f.partition < m_new.partitions();

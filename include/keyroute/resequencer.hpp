@@ -79,12 +79,14 @@
 #include "hash.hpp"
 #include "resequencer/checkpoint.hpp"
 #include "resequencer/deadlines.hpp"
+#include "resequencer/episode_table.hpp"
 #include "resequencer/given_up.hpp"
 #include "resequencer/hashed_index.hpp"
 #include "resequencer/key_queue.hpp"
 #include "resequencer/node_pool.hpp"
 #include "resequencer/offsets.hpp"
 #include "resequencer/sequence_window.hpp"
+#include "resequencer/slab.hpp"
 #include "resequencer/slot_list.hpp"
 #include "stamp.hpp"
 
@@ -236,24 +238,6 @@ struct sizeof_event {
 };
 
 namespace detail {
-
-struct episode_key {
-    std::uint64_t producer;
-    std::uint16_t lane;
-    std::uint64_t episode;
-    friend auto operator==(const episode_key& a, const episode_key& b) noexcept -> bool {
-        return a.producer == b.producer && a.lane == b.lane && a.episode == b.episode;
-    }
-};
-
-struct episode_key_hash {
-    [[nodiscard]] auto operator()(const episode_key& k) const noexcept -> std::size_t {
-        std::uint64_t h = k.producer * 0x9e3779b97f4a7c15ULL;
-        h ^= (k.episode + (std::uint64_t{k.lane} << 48U)) * 0xc2b2ae3d27d4eb4fULL;
-        h ^= h >> 29U;
-        return static_cast<std::size_t>(h);
-    }
-};
 
 /// Whether every T moves (constructs and assigns) without throwing.
 template <class... T>
@@ -477,7 +461,8 @@ public:
             cp.partitions.push_back(std::move(out));
         }
         std::unordered_map<detail::episode_key, std::size_t, detail::episode_key_hash> index;
-        for (const auto& [id, ep] : m_episodes) {
+        m_episodes.for_each([&](const episode_state& ep) {
+            const detail::episode_key& id = ep.id();
             index.emplace(id, cp.episodes.size());
             resequencer_checkpoint::episode_state out;
             out.producer = id.producer;
@@ -495,12 +480,12 @@ public:
             if (ep.finished) out.delivered_ahead.push_back(last_sequence);
             out.held_events = ep.pinned;  // re-reads still to come after an earlier restore
             cp.episodes.push_back(std::move(out));
-        }
+        });
         // A late event still held is not delivered: after a restore it must count as late again.
-        for (std::uint32_t k = 0; k < m_book.slots; ++k) {
+        for (std::uint32_t k = 0; k < m_slab.made(); ++k) {
             const entry& e = at(k);
             if (e.serial == 0 || e.episode == nullptr) continue;
-            const std::size_t i = index.at(e.episode->id);
+            const std::size_t i = index.at(e.episode->id());
             if (e.source.offset >= 0) ++cp.episodes[i].held_events;
             if (e.late && !e.unknown) {
                 cp.episodes[i].given_up.emplace_back(e.st.sequence, e.st.sequence);
@@ -654,8 +639,7 @@ private:
         std::optional<Event> event;
     };
 
-    struct episode_state {
-        detail::episode_key id{};
+    struct episode_state : detail::episode_hook<episode_state> {
         std::string key;
         std::uint64_t next = 0;
         bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
@@ -664,9 +648,6 @@ private:
         std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         time_type last_time = time_type::min();
         detail::given_up_ranges given_up;  // its given-up sequences not taken since, below next
-        episode_state* idle_prev = nullptr;
-        episode_state* idle_next = nullptr;
-        bool idle = false;
     };
 
     struct partition_state {
@@ -797,10 +778,8 @@ private:
                 // delivered at once like an event too big to hold, rather than a loop forever.
             }
             // Too big to ever be held, under either policy: what it must follow goes first, one
-            // step at a time (then it is classified again, and comes out deliverable). Until
-            // 0.2.7 it was only delivered once nothing at all was held: every unrelated held
-            // event was released first (each with a `full` gap), or, under `refuse`, it was
-            // refused while anything was held.
+            // step at a time (then it is classified again, and comes out deliverable), and no
+            // unrelated held event is released or refused for it.
             clear_ahead_of(key, st, time, p);
         }
     }
@@ -853,8 +832,7 @@ private:
 
     [[nodiscard]] auto find_episode(const stamp& st) -> episode_state* {
         const detail::episode_key id{st.producer, st.lane, st.episode};
-        return m_episode_index.find(detail::episode_key_hash{}(id),
-                                    [&](const episode_state& ep) { return ep.id == id; });
+        return m_episodes.find(id);
     }
 
     // Rule 2 between two stamped events: `y`, ahead in the same fifo, blocks `x` when both come
@@ -1017,28 +995,23 @@ private:
     // re-read any more (one whose events went to another episode's count, or whose stamps
     // changed, included).
     void unpin_all() {
-        for (auto& [id, ep] : m_episodes) {
-            if (ep.pinned == 0) continue;
+        m_episodes.for_each([&](episode_state& ep) {
+            if (ep.pinned == 0) return;
             ep.pinned = 0;
             idle_if_unused(ep);
-        }
+        });
     }
 
     // An episode that neither holds events nor waits for re-reads goes to (or moves to the back
     // of) the idle list, where forget_idle_episodes() may drop it.
     void idle_if_unused(episode_state& ep) {
-        if (ep.refs == 0 && ep.pinned == 0) idle_push_back(ep);
+        if (ep.refs == 0 && ep.pinned == 0) m_episodes.set_idle(ep);
     }
 
     // The episode `id`, made if it is not remembered (its held map drawing on the node pool).
     auto new_episode(const detail::episode_key& id) -> episode_state& {
-        const auto [it, made] = m_episodes.try_emplace(id);
-        if (made) {
-            it->second.id = id;
-            it->second.held = held_map(held_map::allocator_type(m_pool));
-            m_episode_index.insert(detail::episode_key_hash{}(id), &it->second);
-        }
-        return it->second;
+        return m_episodes.find_or_make(
+            id, [&](episode_state& ep) { ep.held = held_map(held_map::allocator_type(m_pool)); });
     }
 
     auto episode_for(const stamp& st, std::string_view key, time_type time, episode_state* known)
@@ -1085,13 +1058,13 @@ private:
     template <class E>
     void accept_and_hold(std::string_view key, std::uint64_t h, const stamp& st, E& event,
                          const origin& source, time_type time, const plan& p, std::size_t bytes) {
-        const std::uint32_t slot = allocate_slot();
+        const std::uint32_t slot = m_slab.allocate();
         entry& e = at(slot);
 #if KEYROUTE_HAS_EXCEPTIONS
         try {
             e.event.emplace(std::forward<E>(event));  // first: if it throws, nothing has changed
         } catch (...) {
-            m_free.push_back(slot);
+            m_slab.release(slot);
             throw;
         }
 #else
@@ -1133,7 +1106,7 @@ private:
             } else {
                 ep.held.insert(st.sequence, slot);
             }
-            if (ep.refs++ == 0) idle_unlink(ep);
+            if (ep.refs++ == 0) m_episodes.set_busy(ep);
             unpin_one(ep, p.reread);
         }
         if (e.part != nullptr) part_links::push_back(e.part->held, slot, e, slot_of());
@@ -1149,30 +1122,13 @@ private:
         return [this](std::uint32_t slot) -> entry& { return at(slot); };
     }
 
-    static constexpr std::uint32_t slab_bits = 8;
-    static constexpr std::uint32_t slab_mask = (std::uint32_t{1} << slab_bits) - 1;
-
-    [[nodiscard]] auto at(std::uint32_t slot) noexcept -> entry& {
-        return m_slab[slot >> slab_bits][slot & slab_mask];
-    }
+    [[nodiscard]] auto at(std::uint32_t slot) noexcept -> entry& { return m_slab[slot]; }
     [[nodiscard]] auto at(std::uint32_t slot) const noexcept -> const entry& {
-        return m_slab[slot >> slab_bits][slot & slab_mask];
-    }
-
-    [[nodiscard]] auto allocate_slot() -> std::uint32_t {
-        if (!m_free.empty()) {
-            const std::uint32_t s = m_free.back();
-            m_free.pop_back();
-            return s;
-        }
-        if ((m_book.slots & slab_mask) == 0) {
-            m_slab.push_back(std::make_unique<entry[]>(std::size_t{slab_mask} + 1));
-        }
-        return m_book.slots++;
+        return m_slab[slot];
     }
 
     [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept -> bool {
-        return slot < m_book.slots && at(slot).serial == serial;
+        return slot < m_slab.made() && at(slot).serial == serial;
     }
 
     // Releases the event of the earliest deadline (after what it waits for), or drops the
@@ -1283,9 +1239,9 @@ private:
         m_stats.missing += last - first + 1;
         ep.given_up.append(first, last);  // every range before is below `first` (below next)
         gap_report r;
-        r.producer = ep.id.producer;
-        r.lane = ep.id.lane;
-        r.episode = ep.id.episode;
+        r.producer = ep.id().producer;
+        r.lane = ep.id().lane;
+        r.episode = ep.id().episode;
         r.first_missing = first;
         r.last_missing = last;
         r.key = ep.key;
@@ -1396,7 +1352,7 @@ private:
         e.episode = nullptr;
         e.part = nullptr;
         e.late = e.unknown = false;
-        m_free.push_back(slot);
+        m_slab.release(slot);
         deliver(std::move(d));
     }
 
@@ -1453,39 +1409,11 @@ private:
         }
     }
 
-    void idle_push_back(episode_state& ep) {
-        if (ep.idle) idle_unlink(ep);
-        ep.idle = true;
-        ep.idle_prev = m_book.idle_tail;
-        ep.idle_next = nullptr;
-        if (m_book.idle_tail != nullptr) m_book.idle_tail->idle_next = &ep;
-        else m_book.idle_head = &ep;
-        m_book.idle_tail = &ep;
-        ++m_book.idle_count;
-    }
-
-    void idle_unlink(episode_state& ep) {
-        if (!ep.idle) return;
-        if (ep.idle_prev != nullptr) ep.idle_prev->idle_next = ep.idle_next;
-        else m_book.idle_head = ep.idle_next;
-        if (ep.idle_next != nullptr) ep.idle_next->idle_prev = ep.idle_prev;
-        else m_book.idle_tail = ep.idle_prev;
-        ep.idle = false;
-        ep.idle_prev = ep.idle_next = nullptr;
-        --m_book.idle_count;
-    }
-
     void forget_idle_episodes() {
-        while (m_book.idle_head != nullptr &&
-               (m_book.idle_count > m_config.max_idle_episodes ||
-                detail::saturating_add(m_book.idle_head->last_time, m_config.episode_ttl) <=
-                    m_watermark)) {
-            episode_state& ep = *m_book.idle_head;
-            idle_unlink(ep);
-            ++m_stats.forgotten_episodes;
-            m_episode_index.erase(detail::episode_key_hash{}(ep.id), &ep);
-            m_episodes.erase(ep.id);
-        }
+        m_stats.forgotten_episodes +=
+            m_episodes.forget_idle(m_config.max_idle_episodes, [&](const episode_state& ep) {
+                return detail::saturating_add(ep.last_time, m_config.episode_ttl) <= m_watermark;
+            });
     }
 
     resequencer_config m_config;
@@ -1495,15 +1423,11 @@ private:
 
     // Declared before the containers drawing on it (each keeps it alive anyway).
     std::shared_ptr<detail::node_pool> m_pool = std::make_shared<detail::node_pool>();
-    // Held events, in chunks of 2^slab_bits entries (at()): an entry never moves, and its slot
-    // number finds it without a pointer of its own. Slots below m_book.slots exist.
-    std::vector<std::unique_ptr<entry[]>> m_slab;
-    std::vector<std::uint32_t> m_free;
+    detail::slab<entry> m_slab;  // held events (an entry never moves; a slot number finds it)
     detail::hashed_index<fifo> m_fifos;  // hash of (key, partition) -> its fifo, if it holds events
     std::vector<std::unique_ptr<fifo>> m_fifo_store;  // every fifo ever made (<= peak held)
     std::vector<fifo*> m_spare_fifos;
-    std::unordered_map<detail::episode_key, episode_state, detail::episode_key_hash> m_episodes;
-    detail::hashed_index<episode_state> m_episode_index;  // looks m_episodes' nodes up
+    detail::episode_table<episode_state> m_episodes;
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
     detail::deadline_heap<time_type> m_deadlines;     // of the held events, lazily deleted
@@ -1526,10 +1450,6 @@ private:
         episode_state* protect = nullptr;
         std::uint64_t protect_seq = 0;
         bool protect_hit = false;
-        episode_state* idle_head = nullptr;
-        episode_state* idle_tail = nullptr;
-        std::size_t idle_count = 0;
-        std::uint32_t slots = 0;  // entries made in m_slab
         std::size_t events = 0;
         std::size_t bytes = 0;
 
@@ -1557,11 +1477,10 @@ private:
     // Each member type but EventSize and the scalars: the standard does not promise them all.
     static_assert(
         detail::nothrow_movable_v<
-            resequencer_config, delivery_sink, gap_sink, decltype(m_slab), decltype(m_free),
-            decltype(m_fifos), decltype(m_fifo_store), decltype(m_spare_fifos),
-            decltype(m_episodes), decltype(m_episode_index), decltype(m_partitions),
-            decltype(m_partition_index), decltype(m_deadlines), decltype(m_seen),
-            decltype(m_seen_index), time_type, resequencer_stats>,
+            resequencer_config, delivery_sink, gap_sink, decltype(m_slab), decltype(m_fifos),
+            decltype(m_fifo_store), decltype(m_spare_fifos), decltype(m_episodes),
+            decltype(m_partitions), decltype(m_partition_index), decltype(m_deadlines),
+            decltype(m_seen), decltype(m_seen_index), time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
 
