@@ -639,14 +639,15 @@ private:
         std::optional<Event> event;
     };
 
+    // What a push or a release reads comes first, after the table's hook (its key).
     struct episode_state : detail::episode_hook<episode_state> {
-        std::string key;
         std::uint64_t next = 0;
+        std::size_t refs = 0;  // held entries pointing here
+        time_type last_time = time_type::min();
+        std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
         bool finished = false;  // last_sequence is passed: next stays at it, every sequence is past
         held_map held;          // sequence -> slot, or tombstone
-        std::size_t refs = 0;   // held entries pointing here
-        std::uint64_t pinned = 0;  // re-reads still to come of events held at the checkpoint
-        time_type last_time = time_type::min();
+        std::string key;
         detail::given_up_ranges given_up;  // its given-up sequences not taken since, below next
     };
 
@@ -1078,6 +1079,7 @@ private:
         e.time = time;
         e.bytes = bytes;
         e.serial = ++m_serial;
+        m_slab.set_tag(slot, e.serial);
         e.late = p.late;
         e.unknown = p.unknown;
         fifo* q = p.queue;
@@ -1128,7 +1130,7 @@ private:
     }
 
     [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept -> bool {
-        return slot < m_slab.made() && at(slot).serial == serial;
+        return slot < m_slab.made() && m_slab.tag(slot) == serial;  // loads no entry
     }
 
     // Releases the event of the earliest deadline (after what it waits for), or drops the
@@ -1348,6 +1350,7 @@ private:
         m_book.bytes -= e.bytes;
         e.event.reset();
         e.serial = 0;
+        m_slab.set_tag(slot, 0);
         e.queue = nullptr;
         e.episode = nullptr;
         e.part = nullptr;

@@ -1,6 +1,7 @@
 // detail::slab: entries keep their address across growth, released slots are reused last
-// released first before new ones are made, every slot is allocated or free exactly once, and a
-// move takes the entries and leaves the source empty.
+// released first before new ones are made, every slot is allocated or free exactly once, a
+// slot's tag is kept apart from its entry, and a move takes the entries and leaves the source
+// empty.
 #include "keyroute_catch.hpp"
 
 #include <keyroute/resequencer/slab.hpp>
@@ -78,6 +79,23 @@ TEST_CASE("slab: under random allocations and releases every slot is in use or f
     }
     // A slot is made only when none is free: as many as the peak in use.
     CHECK(s.made() == peak);
+}
+
+TEST_CASE("slab: a slot's tag is kept apart from its entry, 0 when made", "[resequencer][slab]") {
+    small_slab s;
+    for (std::uint32_t k = 0; k < 10; ++k) {
+        const std::uint32_t slot = s.allocate();
+        CHECK(s.tag(slot) == 0);
+        s.set_tag(slot, 100 + slot);
+    }
+    for (std::uint32_t k = 0; k < 10; ++k) CHECK(s.tag(k) == 100 + k);
+    s[3].value = 9;  // an entry's value is not its tag
+    CHECK(s.tag(3) == 103);
+    s.release(3);
+    CHECK(s.allocate() == 3);
+    CHECK(s.tag(3) == 103);  // the owner resets it: the slab keeps what was set
+    small_slab moved(std::move(s));
+    CHECK(moved.tag(9) == 109);
 }
 
 TEST_CASE("slab: a move takes the entries and leaves the source empty", "[resequencer][slab]") {

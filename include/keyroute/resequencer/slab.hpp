@@ -7,8 +7,13 @@
 /// one is made, the last released first (its memory was touched last). Chunks are made as the
 /// peak of held entries grows and kept until destruction: a steady workload allocates nothing.
 ///
-/// Invariants: every slot below made() exists; a slot is either allocated or on the free list,
-/// once; release() never allocates (the free list has room for every slot made).
+/// Each slot also has a 64-bit tag, stored apart from the entries (8 bytes a slot), so that a
+/// check of a slot's tag loads no entry: the resequencer keeps there the serial of the event a
+/// slot holds, which its lazily deleted deadlines are checked against.
+///
+/// Invariants: every slot below made() exists, with its tag (0 when made); a slot is either
+/// allocated or on the free list, once; release() never allocates (the free list has room for every
+/// slot made).
 ///
 /// Not thread-safe (one resequencer, one thread).
 
@@ -38,6 +43,7 @@ public:
     slab(slab&& o) noexcept
         : m_chunks(std::move(o.m_chunks)),
           m_free(std::move(o.m_free)),
+          m_tags(std::move(o.m_tags)),
           m_made(o.m_made) {
         o.clear();
     }
@@ -45,6 +51,7 @@ public:
         if (this != &o) {
             m_chunks = std::move(o.m_chunks);
             m_free = std::move(o.m_free);
+            m_tags = std::move(o.m_tags);
             m_made = o.m_made;
             o.clear();
         }
@@ -73,6 +80,7 @@ public:
             runtime_error("keyroute resequencer: more than 2^32 - 3 held events");
         if ((m_made & (chunk_size - 1)) == 0) {
             m_free.reserve(std::size_t{m_made} + chunk_size);  // release() never allocates
+            m_tags.resize(std::size_t{m_made} + chunk_size);
             auto c = std::make_unique<Entry[]>(chunk_size);
             m_chunks.push_back(std::move(c));
         }
@@ -81,6 +89,12 @@ public:
 
     /// Puts `slot` on the free list. @pre it was allocated and is not released since.
     void release(std::uint32_t slot) noexcept { m_free.push_back(slot); }
+
+    /// The tag of `slot`. @pre slot < made().
+    [[nodiscard]] auto tag(std::uint32_t slot) const noexcept -> std::uint64_t {
+        return m_tags[slot];
+    }
+    void set_tag(std::uint32_t slot, std::uint64_t value) noexcept { m_tags[slot] = value; }
 
     /// Slots made so far (allocated or free): every slot below it exists.
     [[nodiscard]] auto made() const noexcept -> std::uint32_t { return m_made; }
@@ -91,11 +105,13 @@ private:
     void clear() noexcept {
         m_chunks.clear();
         m_free.clear();
+        m_tags.clear();
         m_made = 0;
     }
 
     std::vector<std::unique_ptr<Entry[]>> m_chunks;
     std::vector<std::uint32_t> m_free;
+    std::vector<std::uint64_t> m_tags;  // at least made() of them
     std::uint32_t m_made = 0;
 };
 
