@@ -484,7 +484,7 @@ public:
         // A late event still held is not delivered: after a restore it must count as late again.
         for (std::uint32_t k = 0; k < m_slab.made(); ++k) {
             const entry& e = at(k);
-            if (e.serial == 0 || e.episode == nullptr) continue;
+            if (serial_of(k) == 0 || e.episode == nullptr) continue;
             const std::size_t i = index.at(e.episode->id());
             if (e.source.offset >= 0) ++cp.episodes[i].held_events;
             if (e.late && !e.unknown) {
@@ -626,8 +626,7 @@ private:
         fifo* queue = nullptr;
         std::uint32_t queue_next = no_slot;  // its fifo's events, in partition order
         bool late = false;
-        bool unknown = false;      // late because its episode's history below it is forgotten
-        std::uint64_t serial = 0;  // 0: free slot
+        bool unknown = false;  // late because its episode's history below it is forgotten
         std::uint32_t queue_prev = no_slot;
         std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
         std::uint32_t part_next = no_slot;
@@ -797,7 +796,7 @@ private:
             for (std::uint32_t k = q.events.first; k != no_slot; k = at(k).queue_next) {
                 const entry& y = at(k);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
-                    force(k, y.serial, gap_reason::full);
+                    force(k, serial_of(k), gap_reason::full);
                     return;
                 }
             }
@@ -811,7 +810,7 @@ private:
                 return true;
             });
             if (first != no_slot) {
-                force(first, at(first).serial, gap_reason::full);
+                force(first, serial_of(first), gap_reason::full);
                 return;
             }
         }
@@ -1078,8 +1077,7 @@ private:
         e.source = source;
         e.time = time;
         e.bytes = bytes;
-        e.serial = ++m_serial;
-        m_slab.set_tag(slot, e.serial);
+        m_slab.set_tag(slot, ++m_serial);
         e.late = p.late;
         e.unknown = p.unknown;
         fifo* q = p.queue;
@@ -1114,7 +1112,7 @@ private:
         if (e.part != nullptr) part_links::push_back(e.part->held, slot, e, slot_of());
         m_book.events += 1;
         m_book.bytes += bytes;
-        m_deadlines.push({detail::saturating_add(time, m_config.max_delay), e.serial, slot});
+        m_deadlines.push({detail::saturating_add(time, m_config.max_delay), m_serial, slot});
         m_deadlines.compact(m_book.events,
                             [&](const deadline_item& d) { return is_pending(d.slot, d.serial); });
     }
@@ -1130,7 +1128,13 @@ private:
     }
 
     [[nodiscard]] auto is_pending(std::uint32_t slot, std::uint64_t serial) const noexcept -> bool {
-        return slot < m_slab.made() && m_slab.tag(slot) == serial;  // loads no entry
+        return slot < m_slab.made() && serial_of(slot) == serial;
+    }
+
+    /// The serial of the event held in `slot` (unique, increasing with hold order), 0 if the
+    /// slot is free: the slab's tag, so that checking it loads no entry.
+    [[nodiscard]] auto serial_of(std::uint32_t slot) const noexcept -> std::uint64_t {
+        return m_slab.tag(slot);
     }
 
     // Releases the event of the earliest deadline (after what it waits for), or drops the
@@ -1194,7 +1198,8 @@ private:
         if (slot == held_map::vacant) return;
         const entry& nxt = at(slot);
         // A forward scan of the same fifo reaches events pushed after the one it released.
-        if (scanning_serial != 0 && nxt.queue == m_book.scanning && nxt.serial > scanning_serial)
+        if (scanning_serial != 0 && nxt.queue == m_book.scanning &&
+            serial_of(slot) > scanning_serial)
             return;
         mark_dirty(*nxt.queue);
     }
@@ -1337,7 +1342,7 @@ private:
                 if (e.st.sequence == ep.next) {
                     ep.held.erase(ep.next);
                     step_next(ep);
-                    after_advance(ep, e.serial);
+                    after_advance(ep, serial_of(slot));
                 } else {
                     ep.held.assign(e.st.sequence, tombstone);
                 }
@@ -1349,8 +1354,6 @@ private:
         m_book.events -= 1;
         m_book.bytes -= e.bytes;
         e.event.reset();
-        e.serial = 0;
-        m_slab.set_tag(slot, 0);
         e.queue = nullptr;
         e.episode = nullptr;
         e.part = nullptr;

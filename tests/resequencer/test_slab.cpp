@@ -1,7 +1,7 @@
 // detail::slab: entries keep their address across growth, released slots are reused last
 // released first before new ones are made, every slot is allocated or free exactly once, a
-// slot's tag is kept apart from its entry, and a move takes the entries and leaves the source
-// empty.
+// slot's tag is kept apart from its entry (0 while free), and a move takes the entries and leaves
+// the source empty.
 #include "keyroute_catch.hpp"
 
 #include <keyroute/resequencer/slab.hpp>
@@ -81,7 +81,7 @@ TEST_CASE("slab: under random allocations and releases every slot is in use or f
     CHECK(s.made() == peak);
 }
 
-TEST_CASE("slab: a slot's tag is kept apart from its entry, 0 when made", "[resequencer][slab]") {
+TEST_CASE("slab: a slot's tag is kept apart from its entry, 0 while free", "[resequencer][slab]") {
     small_slab s;
     for (std::uint32_t k = 0; k < 10; ++k) {
         const std::uint32_t slot = s.allocate();
@@ -92,8 +92,10 @@ TEST_CASE("slab: a slot's tag is kept apart from its entry, 0 when made", "[rese
     s[3].value = 9;  // an entry's value is not its tag
     CHECK(s.tag(3) == 103);
     s.release(3);
+    CHECK(s.tag(3) == 0);  // a free slot's tag is 0
+    CHECK(s.tag(4) == 104);
     CHECK(s.allocate() == 3);
-    CHECK(s.tag(3) == 103);  // the owner resets it: the slab keeps what was set
+    CHECK(s.tag(3) == 0);
     small_slab moved(std::move(s));
     CHECK(moved.tag(9) == 109);
 }

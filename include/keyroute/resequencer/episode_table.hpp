@@ -100,7 +100,7 @@ public:
     auto find_or_make(const episode_key& id, Init&& init) -> Episode& {
         if (Episode* ep = find(id)) return *ep;
         const std::size_t h = episode_key_hash{}(id);
-        auto [it, made] = m_map.try_emplace(id);
+        const auto it = m_map.try_emplace(id).first;  // not found: made now
         Episode& ep = it->second;
         static_cast<episode_hook<Episode>&>(ep).m_id = id;
 #if KEYROUTE_HAS_EXCEPTIONS
@@ -115,7 +115,6 @@ public:
         std::forward<Init>(init)(ep);
         m_index.insert(h, &ep);
 #endif
-        (void)made;
         return ep;
     }
 

@@ -11,9 +11,9 @@
 /// check of a slot's tag loads no entry: the resequencer keeps there the serial of the event a
 /// slot holds, which its lazily deleted deadlines are checked against.
 ///
-/// Invariants: every slot below made() exists, with its tag (0 when made); a slot is either
-/// allocated or on the free list, once; release() never allocates (the free list has room for every
-/// slot made).
+/// Invariants: every slot below made() exists, with its tag (0 while the slot is free); a slot is
+/// either allocated or on the free list, once; release() never allocates (the free list has room
+/// for every slot made).
 ///
 /// Not thread-safe (one resequencer, one thread).
 
@@ -87,8 +87,12 @@ public:
         return m_made++;
     }
 
-    /// Puts `slot` on the free list. @pre it was allocated and is not released since.
-    void release(std::uint32_t slot) noexcept { m_free.push_back(slot); }
+    /// Puts `slot` on the free list, its tag back to 0. @pre it was allocated and is not
+    /// released since.
+    void release(std::uint32_t slot) noexcept {
+        m_tags[slot] = 0;
+        m_free.push_back(slot);
+    }
 
     /// The tag of `slot`. @pre slot < made().
     [[nodiscard]] auto tag(std::uint32_t slot) const noexcept -> std::uint64_t {
