@@ -593,6 +593,32 @@ TEST_CASE("a late event released to break a waiting cycle is out_of_order, not l
     CHECK(h.gaps.size() == 1);
 }
 
+TEST_CASE("a pushed event that closes a waiting cycle on a full buffer goes out_of_order, no gap",
+          "[ordering][resequencer]") {
+    // Partition 0, in this order: a1 (waits for a0), an unstamped event (waits behind a1), then
+    // a0 written late (a retry), which waits behind the unstamped one: a cycle through the event
+    // being pushed. The buffer is full, so something must go now; giving up a0 would report a
+    // gap for an event that is delivered the moment after.
+    keyroute::resequencer_config c = config(2, ms(100));
+    c.on_full = keyroute::full_policy::release_early;
+    harness h(c);
+    CHECK(h.stamped("k", lane_a(1), 0, 0, 1) == push_result::accepted);
+    CHECK(h.unstamped("k", 0, 1, -1) == push_result::accepted);
+    CHECK(h.r.held_events() == 2);
+    CHECK(h.stamped("k", lane_a(0), 0, 2, 0) == push_result::accepted);
+    CHECK(h.gaps.empty());
+    CHECK(h.r.held_events() == 0);
+    REQUIRE(h.out.size() == 3);
+    CHECK(h.out[0].event == 0);
+    CHECK(h.out[0].order == delivery_order::out_of_order);
+    CHECK(h.out[1].event == 1);
+    CHECK(h.out[1].order == delivery_order::in_order);
+    CHECK(h.out[2].event == -1);
+    CHECK(h.out[2].order == delivery_order::in_order);
+    CHECK(h.r.stats().out_of_order == 1);
+    CHECK(h.r.stats().late == 0);
+}
+
 TEST_CASE("a partition whose old event stays held keeps its commit there as others pass",
           "[ordering][resequencer]") {
     // Offset 0 of partition 0 waits (sequence 1 of an episode whose 0 never comes); later events

@@ -116,7 +116,8 @@ namespace keyroute {
 /// What the resequencer does with an event that must be held while the buffer is full.
 enum class full_policy {
     /// give up the oldest held event's gaps now (gap_reason::full), then hold; never the
-    /// pushed event's own sequence: if the oldest waits for it, it is delivered at once
+    /// pushed event's own sequence: if the oldest waits for it, it is delivered at once (out
+    /// of order if it waits for the oldest in turn)
     release_early,
     /// return push_result::refused; the caller keeps the event (backpressure)
     refuse,
@@ -725,7 +726,8 @@ private:
         lazy_hash key_hash{key, source.partition};
         std::size_t bytes = 0;
         bool sized = false;
-        bool must_go = false;  // what the buffer must release first waits for this very event
+        bool must_go = false;      // what the buffer must release first waits for this very event
+        bool break_cycle = false;  // what it must follow waits for it: it goes out of order
         for (;;) {
             const plan p = classify(key, key_hash, st, source);
             if (p.what == verdict::duplicate) {
@@ -743,8 +745,10 @@ private:
                 }
                 return push_result::duplicate;
             }
-            if (p.what == verdict::deliver) {
-                accept_and_deliver(key, st, event, source, time, p);
+            if (p.what == verdict::deliver || break_cycle) {
+                accept_and_deliver(
+                    key, st, event, source, time, p,
+                    break_cycle ? delivery_order::out_of_order : delivery_order::in_order);
                 forget_idle_episodes();
                 return push_result::accepted;
             }
@@ -779,8 +783,9 @@ private:
             }
             // Too big to ever be held, under either policy: what it must follow goes first, one
             // step at a time (then it is classified again, and comes out deliverable), and no
-            // unrelated held event is released or refused for it.
-            clear_ahead_of(key, st, time, p);
+            // unrelated held event is released or refused for it. If what it must follow waits
+            // for it in turn (a cycle), it is the event that breaks the cycle.
+            break_cycle = clear_ahead_of(key, st, time, p);
         }
     }
 
@@ -788,16 +793,24 @@ private:
     // event it must follow (of its fifo, one that rule 2 makes it wait for; else its episode's
     // lowest held sequence below its own), or else gives up its episode's missing sequences
     // below it. One of them is always there (an event with none of them ahead is deliverable,
-    // and classify() says so). All of it happens before the event is taken, so a sink that
-    // throws here leaves the event with the caller.
-    void clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p) {
+    // and classify() says so). The event's own sequence is never given up: when the event it
+    // must follow waits for that very sequence, true is returned, and the event goes at once,
+    // out of order, to break the cycle. All of it happens before the event is taken, so a sink
+    // that throws here leaves the event with the caller.
+    auto clear_ahead_of(std::string_view key, const stamp& st, time_type time, const plan& p)
+        -> bool {
         if (p.queue != nullptr) {
             const fifo& q = *p.queue;
             for (std::uint32_t k = q.events.first; k != no_slot; k = at(k).queue_next) {
                 const entry& y = at(k);
                 if (!st || !y.st || blocks_stamp(y.st, st)) {
-                    force(k, serial_of(k), gap_reason::full);
-                    return;
+                    m_book.protect = st && !p.late ? p.episode : nullptr;
+                    m_book.protect_seq = st.sequence;
+                    m_book.protect_hit = false;
+                    const std::uint64_t serial = serial_of(k);
+                    force(k, serial, gap_reason::full);
+                    m_book.protect = nullptr;
+                    return m_book.protect_hit && is_pending(k, serial);
                 }
             }
         }
@@ -811,12 +824,13 @@ private:
             });
             if (first != no_slot) {
                 force(first, serial_of(first), gap_reason::full);
-                return;
+                return false;
             }
         }
         episode_state& ep = episode_for(st, key, time, p.episode);
         idle_if_unused(ep);
         give_up_below(ep, st.sequence, gap_reason::full);
+        return false;
     }
 
     [[nodiscard]] static auto fifo_hash(std::string_view key, std::uint32_t partition) noexcept
@@ -1027,7 +1041,7 @@ private:
 
     template <class E>
     void accept_and_deliver(std::string_view key, const stamp& st, E& event, const origin& source,
-                            time_type time, const plan& p) {
+                            time_type time, const plan& p, delivery_order order) {
         // First, and the event's only copy or move: if it throws, nothing has changed (a second
         // move after the bookkeeping could lose it).
         delivery_type d{Event(std::forward<E>(event)),
@@ -1035,7 +1049,7 @@ private:
                         st,
                         source,
                         time,
-                        p.late ? delivery_order::late : delivery_order::in_order,
+                        p.late && order == delivery_order::in_order ? delivery_order::late : order,
                         p.unknown};
         ++m_stats.pushed;
         note_offset(source, p.reread, p.part);
