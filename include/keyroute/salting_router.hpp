@@ -287,8 +287,9 @@ public:
             const std::uint64_t routed = ln.routed.load(std::memory_order_relaxed) +
                                          (ln.shared ? 0U : ln.routed_in_window());
             s.routed += routed;
-            s.salted += ln.salted.load(std::memory_order_relaxed);
-            s.stamped += ln.stamped.load(std::memory_order_relaxed);
+            const std::uint64_t salted = ln.salted.load(std::memory_order_relaxed);
+            s.salted += salted;
+            s.stamped += salted + ln.stamped_home.load(std::memory_order_relaxed);
             s.admissions_refused += ln.refused.load(std::memory_order_relaxed);
             std::uint64_t untracked = ln.cold_past.load(std::memory_order_relaxed);
             for (std::uint32_t p = 0; p < m_n; ++p)
@@ -424,8 +425,44 @@ private:
 
     /// A tracked key's event: home until its count passes the threshold, then where the plan
     /// spreads it (or home, if the plan keeps it there), stamped by the sequencer.
-    auto tracked(detail::lane& ln, std::uint32_t slot, const hashed& hk,
-                 std::string_view key) noexcept -> route_decision {
+    [[gnu::noinline]] auto tracked(detail::lane& ln, std::uint32_t slot, const hashed& hk,
+                                   const std::string_view& key) noexcept -> route_decision {
+        detail::lane_slot& ls = ln.slots[slot];
+        const detail::key_table::entry& e = m_table.at(slot);
+        const std::uint32_t incarnation = e.incarnation.load(std::memory_order_acquire);
+        // Most events of a spread key: the lane's state is for this key, within a run of an open
+        // stretch (which keeps the slot from being handed over), every partition up. What
+        // tracked_steps() would do then, without its branches.
+        if (__builtin_expect(m_table.fingerprint(slot) == hk.fp &&
+                                 ls.incarnation.load(std::memory_order_relaxed) == incarnation &&
+                                 ls.run_left != 0 && !m_avail.any_down() &&
+                                 detail::key_table::proven_in(e, ln.bounds.index),
+                             true)) {
+            route_decision d;
+            if (ls.seq.continue_stretch(Traits::last_sequence, d.stamp.episode, d.stamp.sequence)) {
+                Traits::point("tracked");
+                const std::uint32_t count = ls.count.load(std::memory_order_relaxed);
+                ls.count.store(count == 0xffffffffU ? count : count + 1U,
+                               std::memory_order_relaxed);
+                --ls.run_left;
+                d.home = hk.home;
+                d.partition = ls.run_partition;
+                d.stamp.producer = m_config.producer_id;
+                d.stamp.lane = ln.index;
+                d.stamp.salted = true;
+                d.salted = true;
+                detail::bump(ln.salted, std::uint64_t{1}, false);
+                detail::bump_saturating(ln.tracked[d.partition], false);
+                return d;
+            }
+        }
+        return tracked_steps(ln, slot, hk, key);
+    }
+
+    /// tracked(), every case: the slot's owner checked, the proof, the placement, the stamp
+    /// protocol.
+    [[gnu::noinline]] auto tracked_steps(detail::lane& ln, std::uint32_t slot, const hashed& hk,
+                                         const std::string_view& key) noexcept -> route_decision {
         detail::lane_slot& ls = ln.slots[slot];
         detail::key_table::entry& e = m_table.at(slot);
         const std::uint32_t incarnation = e.incarnation.load(std::memory_order_acquire);
@@ -460,7 +497,7 @@ private:
         if (sq.must_go_home) d.partition = hk.home;
         if (sq.episode != 0) {
             d.stamp = stamp{m_config.producer_id, ln.index, sq.episode, sq.sequence, sq.spread};
-            detail::bump(ln.stamped, std::uint64_t{1}, false);
+            if (!sq.spread) detail::bump(ln.stamped_home, std::uint64_t{1}, false);
         }
         d.salted = sq.spread;
         if (d.salted) detail::bump(ln.salted, std::uint64_t{1}, false);

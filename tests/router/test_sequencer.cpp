@@ -83,3 +83,37 @@ TEST_CASE("sequencer: reset forgets an open stretch", "[router][sequencer]") {
     CHECK_FALSE(s.open());
     CHECK(s.next(false, episodes, 1, 100).episode == 0);  // no closing event for another key
 }
+
+TEST_CASE("sequencer: continue_stretch is next(true) for an event that neither opens nor closes",
+          "[router][sequencer]") {
+    // Two sequencers fed the same events, one through continue_stretch wherever it accepts: the
+    // same stamps, and it declines exactly where next() would open or close a stretch.
+    sequencer a;
+    sequencer b;
+    std::uint64_t episodes_a = 0;
+    std::uint64_t episodes_b = 0;
+    const std::uint32_t last = 5;
+    std::uint64_t accepted = 0;
+    for (int i = 0; i < 40; ++i) {
+        const bool spread = i % 13 != 12;  // a home event now and then closes the stretch
+        const auto want = a.next(spread, episodes_a, 1, last);
+        std::uint64_t episode = 0;
+        std::uint64_t sequence = 0;
+        if (spread && b.continue_stretch(last, episode, sequence)) {
+            ++accepted;
+            CHECK_FALSE(want.opened);
+            CHECK_FALSE(want.closed);
+            CHECK(episode == want.episode);
+            CHECK(sequence == want.sequence);
+            continue;
+        }
+        if (spread) CHECK((want.opened || want.closed));
+        const auto got = b.next(spread, episodes_b, 1, last);
+        CHECK(got.episode == want.episode);
+        CHECK(got.sequence == want.sequence);
+        CHECK(got.closed == want.closed);
+        CHECK(got.opened == want.opened);
+    }
+    CHECK(accepted > 20);
+    CHECK(a.open() == b.open());
+}

@@ -77,12 +77,12 @@ struct alignas(64) lane {
     std::atomic<std::int64_t> latest{0};       // the latest event time (ticks) routed in `window`
     std::atomic<std::int64_t> prev_window{no_window};  // the window before, and its events
     std::atomic<std::uint64_t> prev_events{0};
-    std::atomic<std::uint64_t> routed{0};  // events of the windows before `window`
-    std::atomic<std::uint64_t> salted{0};
-    std::atomic<std::uint64_t> stamped{0};
-    std::atomic<std::uint64_t> refused{0};    // admissions refused: the key's group was full
-    std::atomic<std::uint64_t> cold_past{0};  // events of untracked keys before `window`
-    std::atomic<std::uint64_t> drawn{0};      // untracked events drawn for admission
+    std::atomic<std::uint64_t> routed{0};        // events of the windows before `window`
+    std::atomic<std::uint64_t> salted{0};        // each one stamped too
+    std::atomic<std::uint64_t> stamped_home{0};  // stamped, not salted: an episode's last event
+    std::atomic<std::uint64_t> refused{0};       // admissions refused: the key's group was full
+    std::atomic<std::uint64_t> cold_past{0};     // events of untracked keys before `window`
+    std::atomic<std::uint64_t> drawn{0};         // untracked events drawn for admission
     // The lane's thread only.
     window_bounds bounds;
     std::uint32_t sample_left = 1;

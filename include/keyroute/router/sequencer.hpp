@@ -71,6 +71,17 @@ public:
         return s;
     }
 
+    /// next(true, ...) for an event that neither opens nor closes a stretch: while one is open
+    /// and its next sequence is below `last`, the event's episode and sequence, and true;
+    /// otherwise false, and nothing changed (next() decides).
+    auto continue_stretch(std::uint32_t last, std::uint64_t& episode,
+                          std::uint64_t& sequence) noexcept -> bool {
+        if (m_episode == 0 || m_next >= last) return false;
+        episode = m_episode;
+        sequence = m_next++;
+        return true;
+    }
+
     /// True while a spread stretch is open on this lane.
     [[nodiscard]] auto open() const noexcept -> bool { return m_episode != 0; }
 
