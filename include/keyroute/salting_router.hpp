@@ -214,34 +214,22 @@ public:
 
     /// The partition for `key`, reading the clock. Same as `decide(key).partition`.
     [[nodiscard]] auto route(std::string_view key) noexcept -> std::uint32_t {
-        return decide(key, detail::cheap_now<Clock>()).partition;
+        return decide_as<false>(key, detail::cheap_now<Clock>());
     }
     /// The partition for `key` at event time `now` (for tests, replays and event-time routing).
     [[nodiscard]] auto route(std::string_view key, time_point now) noexcept -> std::uint32_t {
-        return decide(key, now).partition;
+        return decide_as<false>(key, now);
     }
     /// The whole decision for `key`, reading the clock.
     [[nodiscard]] auto decide(std::string_view key) noexcept -> route_decision {
-        return decide(key, detail::cheap_now<Clock>());
+        return decide_as<true>(key, detail::cheap_now<Clock>());
     }
 
     /// The whole decision for `key` at event time `now`. A later time than the current window
     /// opens its window (more than an hour ahead, at the second event near it); an earlier time
     /// (a late event, a backlog, a clock set back) counts in the current window.
     [[nodiscard]] auto decide(std::string_view key, time_point now) noexcept -> route_decision {
-        detail::lane& ln = Traits::explicit_lane
-                               ? m_lanes.at(std::min(Traits::lane(), m_lanes.count() - 1U))
-                               : m_lanes.mine();
-        const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
-        if (__builtin_expect(ln.shared, false)) return decide_overflow(ln, key, ticks);
-        const hashed hk = hash_key(key);
-        if (__builtin_expect(ticks >= ln.bounds.hi || m_clock.current() != ln.bounds.index, false))
-            enter_window(ln, ticks);
-        if (__builtin_expect(ln.count_down(), false)) check(ln, ticks);
-        const std::uint32_t slot = m_table.find(hk.fp);
-        if (slot == detail::key_table::npos) return untracked(ln, hk, key);
-        Traits::point("found");
-        return tracked(ln, slot, hk, key);
+        return decide_as<true>(key, now);
     }
 
     /// Marks a partition unavailable (false) or available again (true). Spread keys avoid
@@ -411,6 +399,37 @@ private:
         }
     }
 
+    /// What decide() returns, or (`whole` false) only its partition: route() has no use for a
+    /// stamp, so its common tracked case builds none. The router's state moves the same way.
+    template <bool whole>
+    using answer = std::conditional_t<whole, route_decision, std::uint32_t>;
+    template <bool whole>
+    static auto answer_of(const route_decision& d) noexcept -> answer<whole> {
+        if constexpr (whole) {
+            return d;
+        } else {
+            return d.partition;
+        }
+    }
+
+    template <bool whole>
+    auto decide_as(std::string_view key, time_point now) noexcept -> answer<whole> {
+        detail::lane& ln = Traits::explicit_lane
+                               ? m_lanes.at(std::min(Traits::lane(), m_lanes.count() - 1U))
+                               : m_lanes.mine();
+        const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
+        if (__builtin_expect(ln.shared, false))
+            return answer_of<whole>(decide_overflow(ln, key, ticks));
+        const hashed hk = hash_key(key);
+        if (__builtin_expect(ticks >= ln.bounds.hi || m_clock.current() != ln.bounds.index, false))
+            enter_window(ln, ticks);
+        if (__builtin_expect(ln.count_down(), false)) check(ln, ticks);
+        const std::uint32_t slot = m_table.find(hk.fp);
+        if (slot == detail::key_table::npos) return answer_of<whole>(untracked(ln, hk, key));
+        Traits::point("found");
+        return tracked<whole>(ln, slot, hk, key);
+    }
+
     /// An untracked key's event: home (or, with failover_cold_keys, where failover sends it),
     /// and now and then a draw for admission.
     auto untracked(detail::lane& ln, const hashed& hk, std::string_view key) noexcept
@@ -425,8 +444,9 @@ private:
 
     /// A tracked key's event: home until its count passes the threshold, then where the plan
     /// spreads it (or home, if the plan keeps it there), stamped by the sequencer.
+    template <bool whole>
     [[gnu::noinline]] auto tracked(detail::lane& ln, std::uint32_t slot, const hashed& hk,
-                                   const std::string_view& key) noexcept -> route_decision {
+                                   const std::string_view& key) noexcept -> answer<whole> {
         detail::lane_slot& ls = ln.slots[slot];
         const detail::key_table::entry& e = m_table.at(slot);
         const std::uint32_t incarnation = e.incarnation.load(std::memory_order_acquire);
@@ -453,10 +473,10 @@ private:
                 d.salted = true;
                 detail::bump(ln.salted, std::uint64_t{1}, false);
                 detail::bump_saturating(ln.tracked[d.partition], false);
-                return d;
+                return answer_of<whole>(d);
             }
         }
-        return tracked_steps(ln, slot, hk, key);
+        return answer_of<whole>(tracked_steps(ln, slot, hk, key));
     }
 
     /// tracked(), every case: the slot's owner checked, the proof, the placement, the stamp
