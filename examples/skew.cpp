@@ -441,10 +441,10 @@ void read_all(const options& o, key_stream& s) {
 /// Field `column` (from 1) of a CSV line; quoted fields lose their quotes and "" becomes ".
 /// Returns false when the line has fewer fields (column 0: checks the line, returns false).
 /// Every quoted field of the line must close on it and be followed by a comma or the line's
-/// end: anything else is an input_error naming the line (until 0.2.10, `"x"junk` read as x
-/// and an unclosed quote took the rest of the line; until 0.2.11 fields after the column were
-/// not checked, and a field spanning lines there made its next line a record of its own). A
-/// quote inside an unquoted field is an ordinary character.
+/// end: anything else is an input_error naming the line (`"x"junk` is not read as x, an
+/// unclosed quote does not take the rest of the line, and fields after the column are checked,
+/// so a field spanning lines there does not make its next line a record of its own). A quote
+/// inside an unquoted field is an ordinary character.
 auto csv_field(std::string_view line, std::size_t column, key_stream& s, std::string_view& out,
                std::size_t line_no) -> bool {
     const auto bad = [&](const char* what) {
@@ -968,9 +968,8 @@ auto columns_of(std::uint32_t cp) -> int {
 /// `key` as a terminal cell exactly `width` columns wide: characters take their terminal
 /// columns (columns_of); a byte that is not UTF-8, and each byte of a character that must not
 /// reach the terminal raw, is written \xNN (four columns); a key too long is cut at a
-/// character boundary with "...", a short one padded with spaces. (Until 0.2.10 a key was cut
-/// at a byte count, which could split a character, padded by bytes, and C1 controls went out
-/// raw.)
+/// character boundary with "...", a short one padded with spaces (a cut at a byte count could
+/// split a character).
 auto printable(std::string_view key, std::size_t width) -> std::string {
     // Each character: its length in bytes (0 for one byte to escape) and its columns.
     const auto next = [&](std::size_t i, std::size_t& bytes) -> std::size_t {
@@ -1362,7 +1361,7 @@ auto run(const options& o, const key_stream& s, std::uint32_t partitions, const 
                 << ",\"schemes\":[";
             bool first = true;
             // Each entry names its scheme; a scheme that refuses the new count is listed with
-            // the reason (until 0.2.9 it was left out, and the entries named no scheme).
+            // the reason, not left out.
             for (const migration_row& r : moves) {
                 out << (first ? "" : ",") << "{\"scheme\":";
                 keyroute::detail::write_json_string(out, r.scheme);

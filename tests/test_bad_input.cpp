@@ -238,11 +238,10 @@ TEST_CASE("bad-input: threshold 0 is automatic mode, not 'everything is hot'",
     for (int i = 0; i < 5000; ++i) CHECK_FALSE(never.decide("only-key", at(1000)).salted);
 }
 
-// A sketch cell counts up to 2^24 - 1 and saturates there. Until 0.2.13 a key was admitted (then
-// counted exactly, and salted at the threshold) only once its estimate reached half the
-// threshold, so a threshold of 2^25 - 1 or more admitted no key, ever: salting silently off.
-// The admission level is now capped at the cell's largest count. 2^24 + 2^12 events of one key
-// against the largest threshold: the key is tracked (counted exactly, not hot yet).
+// A key must be admitted (then counted exactly, and salted at the threshold) whatever the
+// threshold: an admission level that grows with it could be out of reach, and salting silently
+// off. 2^24 + 2^12 events of one key against the largest threshold: the key is tracked (counted
+// exactly, not hot yet).
 TEST_CASE("bad-input: a huge threshold still tracks the key and never salts it",
           "[bad-input][router][config]") {
     auto c = router_config(2, 0xffffffffULL);
@@ -273,7 +272,7 @@ TEST_CASE("bad-input: zero or negative windows and out-of-range settings are ref
     CHECK_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
     c.auto_fraction = 1.5;
     CHECK_THROWS_WITH(router(c), keyroute_test::contains("auto_fraction"));
-    // Named with every digit that tells it from a valid one (until 0.2.13 "got 1.000000").
+    // Named with every digit that tells it from a valid one (not "got 1.000000").
     c.auto_fraction = 1.0000001;
     CHECK_THROWS_WITH(router(c), Catch::Matchers::EndsWith("got 1.0000001"));
     c.auto_fraction = -1e-12;
@@ -325,8 +324,8 @@ using odd_tick_clock = tick_clock<std::int64_t, std::ratio<1000000007, 100000000
 
 TEST_CASE("bad-input: a window that does not fit the clock's tick count is refused",
           "[bad-input][router][config]") {
-    // Until 0.2.8 the conversion to ticks overflowed first (undefined behaviour), and the
-    // refusal that followed named the wrong reason.
+    // The window is checked before its conversion to ticks, which would overflow (undefined
+    // behaviour), so the refusal names the right reason.
     using router = keyroute::salting_router<keyroute::hash_partitioner<>, picosecond_clock>;
     auto c = router_config(8, 0);
     c.window = std::chrono::hours(24 * 200);
@@ -353,8 +352,8 @@ using narrow_clock = tick_clock<std::int32_t, std::micro>;
 
 TEST_CASE("bad-input: a window wider than a narrow clock's ticks is refused as such",
           "[bad-input][router][config]") {
-    // Until 0.2.10 the window's ticks were cut to 32 bits and the refusal said the window was
-    // not a whole number of the clock's ticks.
+    // The window's ticks must not be cut to 32 bits, which would make the refusal say the window
+    // is not a whole number of the clock's ticks.
     using router = keyroute::salting_router<keyroute::hash_partitioner<>, narrow_clock>;
     auto c = router_config(8, 0);
     c.window = std::chrono::hours(1);
@@ -610,9 +609,9 @@ TEST_CASE("bad-input: a stream of cold keys stays home", "[bad-input][router][cl
     CHECK(cold_stream_salted(before_stream::nothing) == 0);
 }
 
-// One stray time far ahead no longer moves a running router's window: a jump of more than an
-// hour takes a second event near it. Until 0.2.13 the router stayed in the stray's window, every
-// later event counting in it, and cold keys added up to the threshold (4550 of these 12,000
+// One stray time far ahead does not move a running router's window: a jump of more than an
+// hour takes a second event near it. A router that stayed in the stray's window would count
+// every later event in it, and cold keys would add up to the threshold (4550 of these 12,000
 // events salted).
 TEST_CASE("bad-input: after one event a year ahead, a stream of cold keys stays home",
           "[bad-input][router][clock]") {

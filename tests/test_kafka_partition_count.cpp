@@ -56,8 +56,8 @@ struct installs_from_temporary<T, std::void_t<decltype(std::declval<T&&>().insta
 }  // namespace
 
 TEST_CASE("partitioner_cb keeps its partitioner's settings at another partition count", "[kafka]") {
-    // Until 0.2.8 every other count was answered by Partitioner(n): the seed, maglev's table
-    // size and the number of key groups were dropped (567 of 10000 keys agreed at 17).
+    // Answering another count by Partitioner(n) would drop the seed, maglev's table size and the
+    // number of key groups (567 of 10000 keys would agree at 17).
     using seeded = keyroute::hash_partitioner<keyroute::xxh3>;
     const keyroute::xxh3 seed(0x5eedULL);
     const kk::partitioner_cb<seeded> xx(seeded(16, seed));

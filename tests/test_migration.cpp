@@ -236,8 +236,8 @@ struct stray_partitioner {
 }  // namespace
 
 TEST_CASE("an id a partitioner routes to outside its own gets a row of its own", "[migration]") {
-    // Until 0.2.9 such an id was written past the end of the report's dense array (ASan: heap
-    // buffer overflow) and had no row.
+    // Such an id must not be written past the end of the report's dense array (ASan: heap
+    // buffer overflow), and it needs a row.
     const std::vector<std::string> keys = {"a", "bb", "stray-1", "stray-22", "cc"};
     const auto r =
         keyroute::compare_partitioners(keyroute::jump_partitioner(2), stray_partitioner{}, keys);
@@ -252,7 +252,7 @@ TEST_CASE("an id a partitioner routes to outside its own gets a row of its own",
     std::uint64_t new_keys = 0;
     for (const auto& f : r.partitions) new_keys += f.new_keys;
     CHECK(new_keys == 5);
-    // The text names it for what it is (until 0.2.13 "(not enumerated)", a listing limit's word).
+    // The text names it for what it is (not "(not enumerated)", a listing limit's word).
     std::ostringstream text;
     r.write_text(text);
     CHECK_THAT(text.str(), keyroute_test::contains("(outside both)"));
@@ -272,8 +272,8 @@ struct by_value_ids {
 }  // namespace
 
 TEST_CASE("an ids() that returns by value is called once per use", "[migration]") {
-    // Until 0.2.13 the largest id was searched from begin() of one copy to end() of another
-    // (ASan: heap-buffer-overflow).
+    // The largest id must be searched within one copy: from begin() of one to end() of another
+    // is a heap-buffer-overflow under ASan.
     const std::vector<std::string> keys = {"a", "bb", "ccc", "dddd", "eeeee", "ffffff"};
     const auto r = keyroute::compare_partitioners(by_value_ids{}, by_value_ids{}, keys);
     CHECK(r.moved_keys == 0);
@@ -288,7 +288,7 @@ TEST_CASE("an ids() that returns by value is called once per use", "[migration]"
 }
 
 TEST_CASE("sparse ids are counted in a map, not an array up to the largest", "[migration]") {
-    // Two ids {0, 2^20 - 1} took a 72 MiB array until 0.2.9; a dense run of ids keeps its array.
+    // Two ids {0, 2^20 - 1} would take a 72 MiB array; a dense run of ids keeps its array.
     CHECK(keyroute::detail::flow_table((std::uint64_t{1} << 20U) - 1, 4).dense_ids() == 0);
     CHECK(keyroute::detail::flow_table(1023, 4).dense_ids() == 1024);
     CHECK(keyroute::detail::flow_table(99999, 20000).dense_ids() == 100000);
@@ -328,8 +328,8 @@ TEST_CASE("the text and JSON writers print the figures", "[migration][output]") 
 
 TEST_CASE("the text's percentages stay finite when the whole traffic is tiny",
           "[migration][output]") {
-    // Weights are any finite values >= 0; until 0.2.13 the text scaled by 100 / traffic, which
-    // is infinite below ~1e-306 traffic, and printed inf and nan.
+    // Weights are any finite values >= 0; a text scaled by 100 / traffic, which is infinite
+    // below ~1e-306 traffic, would print inf and nan.
     const keyroute::jump_partitioner<> a(2), b(3);
     const std::vector<std::string> keys = {"a", "b", "c", "d", "e", "f", "g", "h"};
     for (const double w : {1e-308, std::numeric_limits<double>::denorm_min()}) {

@@ -112,8 +112,8 @@ TEST_CASE("chi-square p-values: published critical values", "[quality]") {
 TEST_CASE("incomplete gamma: large a keeps its accuracy", "[quality]") {
     // References: mpmath 1.3 at 40 digits, by the same series and continued fraction in
     // arbitrary precision (P(a, x) by the series below a + 1, Q by Legendre's fraction above).
-    // Until 0.2.8 the common factor exp(a ln x - x - lgamma(a)) lost about a * 1e-16 of relative
-    // accuracy: 1e-9 at a = 1e6, 5e-6 at a = 2^31.
+    // The common factor exp(a ln x - x - lgamma(a)), computed as it reads, loses about a * 1e-16
+    // of relative accuracy: 1e-9 at a = 1e6, 5e-6 at a = 2^31.
     struct row {
         double a, x, p, q;
     };
@@ -152,9 +152,10 @@ auto poisson_tail(double mean, double k) -> long double {
 
 TEST_CASE("the automatic max/mean limit fails a uniform hash with probability below 1e-9",
           "[quality]") {
-    // Until 0.2.8 the limit was 1 + 7 / sqrt(mean), one partition's normal 7 sigma: with many
-    // partitions of few keys each (5 per partition, 1e6 partitions: 4.13) xxh3 failed 2 reports
-    // in 40. The limit is now the smallest whole count k with P(X >= k) <= 1e-9 / partitions.
+    // A limit of 1 + 7 / sqrt(mean), one partition's normal 7 sigma, is too tight with many
+    // partitions of few keys each (5 per partition, 1e6 partitions: 4.13): xxh3 would fail 2
+    // reports in 40. The limit is now the smallest whole count k with P(X >= k) <= 1e-9 /
+    // partitions.
     struct row {
         std::uint64_t keys;
         std::uint32_t partitions;

@@ -106,9 +106,9 @@ TEST_CASE("equal weights route exactly as no weights; weights scale freely",
 }
 
 TEST_CASE("only ratios of weights matter, at any magnitude", "[rendezvous][weights]") {
-    // Until 0.2.9 the score w / -ln(u) overflowed to inf near DBL_MAX (ties then went to the
-    // smaller id: 0.467 of keys on the id of weight 1/3 at {DBL_MAX / 2, DBL_MAX}) and
-    // underflowed for subnormal weights.
+    // The score w / -ln(u), computed as it reads, overflows to inf near DBL_MAX (ties then go to
+    // the smaller id: 0.467 of keys on the id of weight 1/3 at {DBL_MAX / 2, DBL_MAX}) and
+    // underflows for subnormal weights.
     const std::vector<std::uint32_t> ids = {0, 1};
     const rendezvous unit(ids, {1, 2});
     const double max = std::numeric_limits<double>::max();
@@ -155,8 +155,8 @@ struct fixed_hash {
 }  // namespace
 
 TEST_CASE("the best possible draw wins a weighted rendezvous", "[rendezvous][weights]") {
-    // A key whose s(0) is 2^64 - 1: u(0) = (2^53 - 1 + 0.5) / 2^53 rounds to 1, so until 0.2.9
-    // id 0 scored -inf and lost to any other id, whatever the weights.
+    // A key whose s(0) is 2^64 - 1: u(0) = (2^53 - 1 + 0.5) / 2^53 rounds to 1, so a score from
+    // it would be -inf, and id 0 would lose to any other id, whatever the weights.
     const std::uint64_t seed0 = keyroute::detail::fmix64(0x9e3779b97f4a7c15ULL);  // id 0's
     const fixed_hash h{unmix64(~std::uint64_t{0}) ^ seed0};
     REQUIRE(keyroute::detail::fmix64(h.value ^ seed0) == ~std::uint64_t{0});

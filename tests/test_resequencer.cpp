@@ -509,9 +509,9 @@ TEST_CASE("moves are noexcept unless EventSize's are, and carry the held events"
     CHECK(got == std::vector<int>{0, 1});
     CHECK(c.held_events() == 0);
 
-    // The moved-from ones hold nothing, and calling them leaves the new one alone: until 0.2.13
-    // a moved-from resequencer kept its idle list, which pointed into the episodes the move had
-    // taken, and forgetting them unlinked the new one's (a heap-use-after-free under ASan).
+    // The moved-from ones hold nothing, and calling them leaves the new one alone: a
+    // moved-from resequencer that kept its idle list, pointing into the episodes the move took,
+    // would unlink the new one's when it forgets them (a heap-use-after-free under ASan).
     auto short_ttl = config();
     short_ttl.episode_ttl = ms(10);
     keyroute::resequencer<int> d(short_ttl, sink, gap);
@@ -643,8 +643,8 @@ TEST_CASE("a partition whose old event stays held keeps its commit there as othe
 TEST_CASE("restore keeps the most recently used idle episodes when it must forget some",
           "[ordering][resequencer]") {
     // checkpoint() lists episodes in hash order; restore() orders the idle ones by their last
-    // time, so the count limit forgets the least recently used first (until 0.2.13 it forgot
-    // them in the checkpoint's order).
+    // time, so the count limit forgets the least recently used first, not the first in the
+    // checkpoint's order.
     keyroute::resequencer_checkpoint cp;
     for (const auto& [episode, last] : {std::pair{1, 30}, std::pair{2, 10}, std::pair{3, 20}}) {
         keyroute::resequencer_checkpoint::episode_state e;
@@ -694,8 +694,8 @@ TEST_CASE("restore refuses a checkpoint that checkpoint() could not have written
     };
     cp_t cp;
     SECTION("a sequence delivered ahead at or below next_sequence") {
-        // Until 0.2.13 it was taken: sequence 6 then stayed held behind 5, a later release
-        // erased the stale entry instead of its own, and a forced event read a freed slot.
+        // Taken, it would leave sequence 6 held behind 5, a later release would erase the
+        // stale entry instead of its own, and a forced event would read a freed slot.
         cp.episodes.push_back(episode(5, {2}));
         refused(cp, "has sequence 2 delivered ahead of next_sequence 5");
         cp.episodes[0].delivered_ahead = {5};
@@ -825,7 +825,7 @@ TEST_CASE("a throwing sink loses only its event: what was ready goes at the next
         // Sequence 2 is due: 0 is given up, 1 goes first, and the sink throws on it.
         CHECK_THROWS_AS(h.r.advance_watermark(ms(100)), std::runtime_error);
         CHECK(h.r.held_events() == 1);
-        // Until 0.2.7 sequence 2's deadline was gone: flush() left it held for good.
+        // Sequence 2 keeps its deadline: flush() must not leave it held for good.
         h.r.flush();
         CHECK(h.r.held_events() == 0);
         CHECK(h.got == std::vector<int>{2});
@@ -839,7 +839,7 @@ TEST_CASE("a throwing sink loses only its event: what was ready goes at the next
         h.r.push("other", stamp{}, 99, origin{5, 0}, ms(100));
         CHECK(h.got == std::vector<int>{2, 99});
         CHECK(h.r.held_events() == 0);
-        // A given-up sequence that turns up is late (until 0.2.7: in order, though reported).
+        // A given-up sequence that turns up is late, not in order: it was reported.
         CHECK(h.r.push("k", lane_a(0), 0, origin{3, 0}, ms(100)) == push_result::accepted);
         CHECK(h.got.back() == 0);
         CHECK(h.orders.back() == delivery_order::late);
@@ -879,8 +879,8 @@ TEST_CASE("a throwing sink loses only its event: what was ready goes at the next
         CHECK_THROWS_AS(h.r.push("k", lane_a(0), 0, origin{1, 4}, ms(0)), std::runtime_error);
         CHECK(h.got == std::vector<int>{0});
         CHECK(h.r.held_events() == 2);
-        // 2 and 3 were ready: they go at the next call, before its own event (until 0.2.7
-        // they waited for their deadline).
+        // 2 and 3 were ready: they go at the next call, before its own event, not at their
+        // deadline.
         h.r.push("other", stamp{}, 99, origin{5, 0}, ms(0));
         CHECK(h.got == std::vector<int>{0, 2, 3, 99});
         CHECK(h.r.held_events() == 0);
@@ -946,7 +946,7 @@ TEST_CASE("a held event whose move throws stays held", "[ordering][resequencer]"
     r.push("k", lane_a(1), countdown(1, &moves_left), origin{0, 0}, ms(0));  // held: waits for 0
     moves_left = 0;                                                          // its next move throws
     CHECK_THROWS_AS(r.advance_watermark(ms(10)), std::runtime_error);
-    CHECK(r.held_events() == 1);  // until 0.2.7: counted out, still pending, then a hang
+    CHECK(r.held_events() == 1);  // still counted: it is pending, and counting it out hangs
     r.flush();
     CHECK(got == std::vector<int>{1});
     CHECK(r.held_events() == 0);
@@ -957,8 +957,8 @@ TEST_CASE("a held event whose move throws stays held", "[ordering][resequencer]"
 
 TEST_CASE("an event is moved once on its way out: a throwing move loses nothing",
           "[ordering][resequencer]") {
-    // Until 0.2.13 an event was moved twice on its way to the sink (out of its slot, then into
-    // the delivery, after the bookkeeping): a throw at the second move lost it, neither held
+    // An event is moved once on its way to the sink: moved twice (out of its slot, then into the
+    // delivery, after the bookkeeping), a throw at the second move would lose it, neither held
     // nor delivered.
     int moves_left = -1;  // -1: never throw
     std::vector<int> got;
@@ -1037,8 +1037,8 @@ TEST_CASE("an oversized event goes at once after what it waits for, and nothing 
         // Sequence 4 of lane a: its sequences 1 and 3 first, 0 and 2 given up.
         CHECK(r.push("k", lane_a(4), big, origin{3, 2}, ms(0)) == push_result::accepted);
         CHECK(got == std::vector<std::string>{"k1", "k3", big});
-        // x1, y5 and kb2 stay (until 0.2.7: all released early, or the big event refused;
-        // the first 0.2.7 fix still released kb2, the head of its fifo).
+        // x1, y5 and kb2 stay: none is released early for the big event, not even kb2, the
+        // head of its fifo, and the big event is not refused.
         CHECK(r.held_events() == 3);
         for (const auto& g : gaps) CHECK(g.lane == 0);  // only lane a's sequences 0 and 2
     }
@@ -1055,7 +1055,7 @@ TEST_CASE("a re-read offset that is a duplicate by its stamp does not hold back 
     // A broken producer contract: the same stamp on another partition, read first.
     CHECK(b.stamped("a", lane_a(2), 2, 0, 2) == push_result::accepted);
     CHECK(b.stamped("a", lane_a(2), 1, 0, 2) == push_result::duplicate);  // the re-read
-    // The re-read happened: partition 1's commit moves past it (until 0.2.7 it stayed at 0).
+    // The re-read happened: partition 1's commit moves past it, off 0.
     CHECK(b.r.committable_offset(1) == 1);
     CHECK(b.stamped("a", lane_a(1), 3, 0, 1) == push_result::accepted);
     CHECK(b.events() == std::vector<int>{1, 2});
@@ -1064,8 +1064,8 @@ TEST_CASE("a re-read offset that is a duplicate by its stamp does not hold back 
 TEST_CASE("an offset of 2^63 - 1 is refused before anything changes", "[ordering][resequencer]") {
     harness h(config());
     const auto last = std::numeric_limits<std::int64_t>::max();
-    // One past it would be the partition's next offset (until 0.2.7: a signed overflow, after
-    // which the partition had no committable offset and re-reads were not recognised).
+    // One past it would be the partition's next offset, a signed overflow: the partition would
+    // then have no committable offset, and re-reads would not be recognised.
     CHECK_THROWS_WITH(h.unstamped("k", 0, last, 1), keyroute_test::contains("below 2^63 - 1"));
     CHECK(h.r.stats().pushed == 0);
     CHECK_FALSE(h.r.committable_offset(0).has_value());
@@ -1090,8 +1090,8 @@ TEST_CASE("restore keeps an episode that held events until they are re-read",
     b.stamped("c", stamp{11, 0, 1, 0, true}, 4, 0, 200);
     CHECK(b.stamped("a", lane_a(2), 1, 0, 2) == push_result::accepted);  // the re-read
     CHECK(b.stamped("a", lane_a(1), 2, 0, 1) == push_result::accepted);
-    // 1 then 2 at once, no gap: as without the restart (until 0.2.7 lane a's episode was
-    // forgotten, 2 waited max_delay and 0, delivered before the restart, was reported missing).
+    // 1 then 2 at once, no gap: as without the restart (lane a's episode is not forgotten, or 2
+    // would wait max_delay and 0, delivered before the restart, would be reported missing).
     CHECK(b.events() == std::vector<int>{200, 1, 2});
     CHECK(b.gaps.empty());
     CHECK(b.r.held_events() == 0);

@@ -547,8 +547,8 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
         REQUIRE(failover.decide(key, at(4000)).partition == 3U);  // back home
 
     // Another producer, with its own random secret (seed 0), and another producer id: the same
-    // failover partition for every key (until 0.2.9 the score used the router's secret-keyed
-    // hash: 17% agreed).
+    // failover partition for every key (a score from the router's secret-keyed hash would agree
+    // on about 17% of them).
     auto other_config = c;
     other_config.seed = 0;
     other_config.producer_id = 0;
@@ -559,7 +559,7 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
 
 TEST_CASE("a router with a random seed and id reports them: its config() replays it",
           "[router][config]") {
-    // Until 0.2.9 config() kept 0 for a drawn seed, and such a router could not be replayed.
+    // config() reports the seed drawn for 0, so that such a router can be replayed.
     auto c = router_config(16, 50);
     c.seed = 0;
     c.producer_id = 0;
@@ -582,9 +582,9 @@ TEST_CASE("a router with a random seed and id reports them: its config() replays
 
 TEST_CASE("a thread that routes through more routers than its lane cache keeps its lanes",
           "[router][threads]") {
-    // The thread's cache remembers four routers. Until 0.2.9 a thread that had used more claimed
-    // a new lane in a router it came back to, in the middle of a hot key's episode: the key's
-    // events were numbered afresh on the new lane, and the consumer may deliver later ones first.
+    // The thread's cache remembers four routers. A thread that has used more must find its lane
+    // again in a router it comes back to: a new lane in the middle of a hot key's episode would
+    // number the key's events afresh, and the consumer could deliver later ones first.
     keyroute::salting_router<> main_router(router_config(8, 50));
     std::vector<std::unique_ptr<keyroute::salting_router<>>> others;
     for (int i = 0; i < 5; ++i)

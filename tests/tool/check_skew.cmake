@@ -189,8 +189,8 @@ elseif(CASE STREQUAL "csv_errors")
     "line 1 of .*: text after a quoted field's closing quote" --csv-column 2)
   expect_input_error(open.csv "1,ok\n2,ok\n3,\"unclosed,4\n"
     "line 3 of .*: a quoted field has no closing quote" --csv-column 2)
-  # After the wanted column too, and in the header (until 0.2.11 unchecked: a field spanning
-  # lines there made its next line a record, "more" a key here).
+  # After the wanted column too, and in the header (unchecked, a field spanning lines there
+  # would make its next line a record, "more" a key here).
   expect_input_error(after.csv "1,ok,\"two\nmore,lines\"\n"
     "line 1 of .*: a quoted field has no closing quote" --csv-column 2)
   expect_input_error(after2.csv "1,ok,x\n2,ok,\"y\"z\n"
