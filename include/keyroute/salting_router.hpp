@@ -450,33 +450,54 @@ private:
         detail::lane_slot& ls = ln.slots[slot];
         const detail::key_table::entry& e = m_table.at(slot);
         const std::uint32_t incarnation = e.incarnation.load(std::memory_order_acquire);
-        // Most events of a spread key: the lane's state is for this key, within a run of an open
-        // stretch (which keeps the slot from being handed over), every partition up. What
-        // tracked_steps() would do then, without its branches.
+        // The two common cases, when the lane's state is for this key and every partition is up;
+        // what tracked_steps() would do then, without its branches:
+        // - a spread key's event within a run of an open stretch (which keeps the slot from
+        //   being handed over): the run's partition, stamped;
+        // - a key under the threshold with no stretch open: home, unstamped (safe for whichever
+        //   key the slot holds by then).
+        const std::int64_t w = ln.bounds.index;
         if (__builtin_expect(m_table.fingerprint(slot) == hk.fp &&
                                  ls.incarnation.load(std::memory_order_relaxed) == incarnation &&
-                                 ls.run_left != 0 && !m_avail.any_down() &&
-                                 detail::key_table::proven_in(e, ln.bounds.index),
+                                 !m_avail.any_down(),
                              true)) {
-            route_decision d;
-            if (ls.seq.continue_stretch(Traits::last_sequence, d.stamp.episode, d.stamp.sequence)) {
+            const bool proven = detail::key_table::proven_in(e, w);
+            if (ls.run_left != 0 && proven) {
+                route_decision d;
+                if (ls.seq.continue_stretch(Traits::last_sequence, d.stamp.episode,
+                                            d.stamp.sequence)) {
+                    Traits::point("tracked");
+                    count_event(ls);
+                    --ls.run_left;
+                    d.home = hk.home;
+                    d.partition = ls.run_partition;
+                    d.stamp.producer = m_config.producer_id;
+                    d.stamp.lane = ln.index;
+                    d.stamp.salted = true;
+                    d.salted = true;
+                    detail::bump(ln.salted, std::uint64_t{1}, false);
+                    detail::bump_saturating(ln.tracked[d.partition], false);
+                    return answer_of<whole>(d);
+                }
+            } else if (!proven && !ls.seq.open() &&
+                       ls.count.load(std::memory_order_relaxed) + 1U <= m_planner.threshold(w)) {
                 Traits::point("tracked");
-                const std::uint32_t count = ls.count.load(std::memory_order_relaxed);
-                ls.count.store(count == 0xffffffffU ? count : count + 1U,
-                               std::memory_order_relaxed);
-                --ls.run_left;
+                count_event(ls);
+                route_decision d;
                 d.home = hk.home;
-                d.partition = ls.run_partition;
-                d.stamp.producer = m_config.producer_id;
-                d.stamp.lane = ln.index;
-                d.stamp.salted = true;
-                d.salted = true;
-                detail::bump(ln.salted, std::uint64_t{1}, false);
+                d.partition = hk.home;
                 detail::bump_saturating(ln.tracked[d.partition], false);
                 return answer_of<whole>(d);
             }
         }
         return answer_of<whole>(tracked_steps(ln, slot, hk, key));
+    }
+
+    /// Counts a tracked key's event on its lane (saturating); returns the count before it.
+    static auto count_event(detail::lane_slot& ls) noexcept -> std::uint32_t {
+        const std::uint32_t count = ls.count.load(std::memory_order_relaxed);
+        ls.count.store(count == 0xffffffffU ? count : count + 1U, std::memory_order_relaxed);
+        return count;
     }
 
     /// tracked(), every case: the slot's owner checked, the proof, the placement, the stamp
@@ -493,8 +514,7 @@ private:
         if (__builtin_expect(ls.incarnation.load(std::memory_order_relaxed) != incarnation, false))
             restart(ln, ls, incarnation);
         Traits::point("tracked");  // the slot's incarnation and fingerprint read
-        const std::uint32_t count = ls.count.load(std::memory_order_relaxed);
-        ls.count.store(count == 0xffffffffU ? count : count + 1U, std::memory_order_relaxed);
+        const std::uint32_t count = count_event(ls);
         const std::int64_t w = ln.bounds.index;
         route_decision d;
         d.home = hk.home;
