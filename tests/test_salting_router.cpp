@@ -59,6 +59,13 @@ struct seconds_clock {
     static auto now() noexcept -> time_point { return time_point(duration(0)); }
 };
 
+// Routes on the lane the test names instead of the calling thread's (the simulator's seam).
+struct chosen_lane : keyroute::detail::router_traits {
+    static constexpr bool explicit_lane = true;
+    static inline std::uint32_t current = 0;
+    static auto lane() noexcept -> std::uint32_t { return current; }
+};
+
 }  // namespace
 
 TEST_CASE("bad configuration is refused, naming the field", "[router][config]") {
@@ -191,6 +198,31 @@ TEST_CASE("an absolute threshold: a key at exactly the threshold is never salted
     // Salting starts only past the threshold, and within about twice it (the candidate stage).
     CHECK(first_salted_at > threshold);
     CHECK(first_salted_at <= 2 * threshold + 64);
+}
+
+TEST_CASE(
+    "a key split over four lanes leaves home once the lanes' counts together pass the "
+    "threshold",
+    "[router][threshold][lanes]") {
+    constexpr std::uint64_t threshold = 400;
+    keyroute::salting_router<keyroute::hash_partitioner<>, clock_type, chosen_lane> router(
+        router_config(8, threshold, 4));
+    // "split" is every other event, its events dealt to the lanes in turn; one cold key each
+    // between them. Each lane alone reaches the threshold only after 4 * threshold of them.
+    std::uint64_t home_before = 0;
+    bool salted = false;
+    for (std::uint32_t i = 0; i < 8 * threshold && !salted; ++i) {
+        chosen_lane::current = i % 4U;
+        const auto t = at(static_cast<std::int64_t>(i));
+        REQUIRE_FALSE(router.decide("cold-" + std::to_string(i), t).salted);
+        salted = router.decide("split", t).salted;
+        if (!salted) ++home_before;
+    }
+    chosen_lane::current = 0;
+    REQUIRE(salted);
+    CHECK(home_before > threshold);
+    // A lane sums the counts every threshold / 16 of its own events.
+    CHECK(home_before <= threshold + threshold / 4 + 4);
 }
 
 TEST_CASE("windows roll over: a key must earn hotness again in each window", "[router][window]") {

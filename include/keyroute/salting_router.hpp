@@ -480,6 +480,7 @@ private:
                     return answer_of<whole>(d);
                 }
             } else if (!proven && !ls.seq.open() &&
+                       ls.count.load(std::memory_order_relaxed) + 1U < ls.next_check &&
                        ls.count.load(std::memory_order_relaxed) + 1U <= m_planner.threshold(w)) {
                 Traits::point("tracked");
                 count_event(ls);
@@ -520,9 +521,9 @@ private:
         d.home = hk.home;
         d.partition = hk.home;
         bool spread = false;
-        const proof pr = proven(e, count + 1U, w);
+        const proof pr = proven(e, ls, slot, incarnation, count + 1U, w);
         if (pr != proof::no) {
-            spread = place(ls, slot, d.partition);
+            spread = place(ln, ls, slot, d.partition);
             if (!spread && pr == proof::now)
                 spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);
         }
@@ -555,27 +556,60 @@ private:
         const auto since = static_cast<std::uint32_t>(ln.routed_in_window()) - ls.first_seen;
         m_planner.place_new(ln.bounds.index, slot, home,
                             static_cast<double>(count) / std::max(since, 1U), m_table, m_plans);
-        return place(ls, slot, partition);
+        return place(ln, ls, slot, partition);
     }
 
-    /// Whether a tracked key with `count` events (this one included) may be spread in w: past
-    /// the threshold on all lanes as the last plan measured, or on this lane (`now`: this event
-    /// took it past, and no plan has seen it proven yet).
+    /// Whether a tracked key with `count` events on this lane (this one included) may be spread
+    /// in w: past the threshold as a plan or a lane found it, or on this lane, or summed over the
+    /// lanes (`now`: this event took it past, and no plan has seen it proven yet). A lane sums
+    /// the lanes' counts from a fraction of the threshold on, every few of its events, so a key
+    /// whose events are split between threads sends about the threshold home, not that many
+    /// per lane.
     enum class proof { no, yes, now };
-    auto proven(const detail::key_table::entry& e, std::uint32_t count, std::int64_t w) noexcept
-        -> proof {
+    auto proven(detail::key_table::entry& e, detail::lane_slot& ls, std::uint32_t slot,
+                std::uint32_t incarnation, std::uint32_t count, std::int64_t w) noexcept -> proof {
         if (detail::key_table::proven_in(e, w)) return proof::yes;
         const std::uint64_t t = m_planner.threshold(w);
-        if (count <= t) return proof::no;
+        if (count <= t) {
+            if (count >= ls.next_check) {
+                const std::uint32_t lanes = m_lanes.count() - 1U;
+                if (lanes < 2 || t == detail::planner::unplanned) {
+                    ls.next_check = lanes < 2 ? 0xffffffffU : 0U;
+                } else if (lane_sum(slot, incarnation, w) > t) {
+                    e.proven.store(detail::window_tag(w), std::memory_order_relaxed);
+                    m_planner.request();
+                    return proof::now;
+                } else {
+                    ls.next_check = count + static_cast<std::uint32_t>(std::max<std::uint64_t>(
+                                                1U, t / (std::uint64_t{4} * lanes)));
+                }
+            }
+            return proof::no;
+        }
         if (count != t + 1U) return proof::yes;
         m_planner.request();
         return proof::now;
     }
 
-    /// The partition of a spread key's event: the current run's, or the plan's next choice.
-    /// Returns false when the plan keeps the key home.
-    auto place(detail::lane_slot& ls, std::uint32_t slot, std::uint32_t& partition) noexcept
-        -> bool {
+    /// The key's events in window w over the exclusive lanes (a lane's count is read only while it
+    /// is for this incarnation of the slot and this window; a stale read is low, never high).
+    [[nodiscard]] auto lane_sum(std::uint32_t slot, std::uint32_t incarnation,
+                                std::int64_t w) const noexcept -> std::uint64_t {
+        std::uint64_t sum = 0;
+        for (std::uint32_t i = 0; i + 1U < m_lanes.count(); ++i) {
+            const detail::lane& other = m_lanes.at(i);
+            if (other.window.load(std::memory_order_acquire) != w) continue;
+            const detail::lane_slot& os = other.slots[slot];
+            if (os.incarnation.load(std::memory_order_relaxed) == incarnation)
+                sum += os.count.load(std::memory_order_relaxed);
+        }
+        return sum;
+    }
+
+    /// The partition of a spread key's event: the current run's, or for a new run the lighter,
+    /// on this lane, of two of the plan's pieces. Returns false when the plan keeps the key home.
+    auto place(const detail::lane& ln, detail::lane_slot& ls, std::uint32_t slot,
+               std::uint32_t& partition) noexcept -> bool {
         const bool any_down = m_avail.any_down();
         if (ls.run_left != 0 && !(any_down && m_avail.down(ls.run_partition))) {
             --ls.run_left;
@@ -586,7 +620,8 @@ private:
         ls.cursor = static_cast<std::uint16_t>(ls.cursor + 0x9e37U);
         std::uint32_t p = 0;
         const auto down = [this](std::uint32_t q) { return m_avail.down(q); };
-        switch (m_plans.pick(slot, std::uint32_t{ls.cursor} << 16U, down, p)) {
+        const auto load = [&ln](std::uint32_t q) { return ln.load(q); };
+        switch (m_plans.pick_lighter(slot, std::uint32_t{ls.cursor} << 16U, down, load, p)) {
         case detail::plan_store::outcome::picked:
             ls.run_partition = p;
             ls.run_left = static_cast<std::uint16_t>(m_planner.run_length() - 1U);
@@ -623,6 +658,7 @@ private:
         ls.count.store(0, std::memory_order_relaxed);
         ls.incarnation.store(incarnation, std::memory_order_relaxed);
         ls.run_left = 0;
+        ls.next_check = 0;
         ls.seq.reset();
     }
 

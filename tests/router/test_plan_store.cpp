@@ -4,6 +4,7 @@
 
 #include <keyroute/router/plan.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -66,6 +67,40 @@ TEST_CASE("plan_store: cursor positions pick pieces in proportion to their range
         REQUIRE(s.pick(0, u, none_down, p) == plan_store::outcome::picked);
         CHECK(p != 4U);
     }
+}
+
+TEST_CASE("plan_store: pick_lighter takes the less loaded of two picks half the positions apart",
+          "[router][plan]") {
+    plan_store s(1, 16);
+    publish(s, 0, {{3, 0x7fffffffU}, {7, 0xffffffffU}});  // two halves
+    std::map<std::uint32_t, std::uint64_t> load{{3, 10}, {7, 20}};
+    const auto by_load = [&](std::uint32_t p) { return load[p]; };
+    std::uint32_t p = 0;
+    for (std::uint32_t u : {0U, 0x40000000U, 0x80000000U, 0xc0000000U}) {
+        REQUIRE(s.pick_lighter(0, u, none_down, by_load, p) == plan_store::outcome::picked);
+        CHECK(p == 3U);
+    }
+    load[3] = 30;
+    REQUIRE(s.pick_lighter(0, 0, none_down, by_load, p) == plan_store::outcome::picked);
+    CHECK(p == 7U);
+    // A tie keeps the first pick; a key with one piece has no choice.
+    load[3] = 20;
+    REQUIRE(s.pick_lighter(0, 0x80000000U, none_down, by_load, p) == plan_store::outcome::picked);
+    CHECK(p == 7U);
+    publish(s, 0, {{5, 0xffffffffU}});
+    REQUIRE(s.pick_lighter(0, 0, none_down, by_load, p) == plan_store::outcome::picked);
+    CHECK(p == 5U);
+    // Sending each unit to the lighter pick evens loads that started apart.
+    publish(s, 0, {{3, 0x3fffffffU}, {7, 0xbfffffffU}, {9, 0xffffffffU}});
+    load = {{3, 500}, {7, 0}, {9, 100}};
+    std::uint32_t cursor = 0;
+    for (int i = 0; i < 3000; ++i) {
+        cursor += 0x9e3779b9U;
+        REQUIRE(s.pick_lighter(0, cursor, none_down, by_load, p) == plan_store::outcome::picked);
+        ++load[p];
+    }
+    const auto [lo, hi] = std::minmax({load[3], load[7], load[9]});
+    CHECK(hi - lo <= 10);
 }
 
 TEST_CASE("plan_store: a down partition is skipped for the next piece that is up",

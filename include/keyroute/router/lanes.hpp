@@ -31,6 +31,7 @@ struct lane_slot {
     std::uint16_t run_left = 0;    // events left in the current run
     std::uint16_t cursor = 0;      // low-discrepancy position among the plan's pieces
     std::uint32_t first_seen = 0;  // the lane's events in the window when it first counted it
+    std::uint32_t next_check = 0;  // the count at which the lanes' counts are next summed
     sequencer seq;
 };
 
@@ -90,6 +91,12 @@ struct alignas(64) lane {
     std::uint64_t episodes = 0;  // the last episode id this lane gave (ids step by lanes + 1)
     std::uint64_t episode_step = 1;
 
+    /// The lane's events on partition p in `window` so far (the lane's thread only).
+    [[nodiscard]] auto load(std::uint32_t p) const noexcept -> std::uint64_t {
+        return std::uint64_t{cold[p].load(std::memory_order_relaxed)} +
+               tracked[p].load(std::memory_order_relaxed);
+    }
+
     /// Events routed in `window` so far.
     [[nodiscard]] auto routed_in_window() const noexcept -> std::uint64_t {
         return events.load(std::memory_order_relaxed) + batch.load(std::memory_order_relaxed) -
@@ -133,6 +140,7 @@ struct alignas(64) lane {
             for (std::uint32_t s = 0; s < slot_count; ++s) {
                 slots[s].count.store(0, std::memory_order_relaxed);
                 slots[s].first_seen = 0;
+                slots[s].next_check = 0;
             }
         }
         cold_past.fetch_add(untracked, std::memory_order_relaxed);

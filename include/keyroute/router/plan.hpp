@@ -134,6 +134,23 @@ public:
         return outcome::picked;
     }
 
+    /// The lighter of two picks: positions `u` and `u + 2^31` each pick a piece as pick() does,
+    /// and the partition with the lower `load(p)` wins (the first on a tie, or when the second
+    /// pick fails). A lane that sends each run to the lighter of two of its key's pieces, by its
+    /// own counts, corrects between plans what the plan's shares got wrong (the power of two
+    /// choices): each lane evens its own loads, so their sum is even too.
+    template <class Down, class Load>
+    auto pick_lighter(std::uint32_t slot, std::uint32_t u, const Down& down, const Load& load,
+                      std::uint32_t& partition) const noexcept -> outcome {
+        const outcome first = pick(slot, u, down, partition);
+        if (first != outcome::picked) return first;
+        std::uint32_t other = partition;
+        if (pick(slot, u + 0x80000000U, down, other) == outcome::picked && other != partition &&
+            load(other) < load(partition))
+            partition = other;
+        return outcome::picked;
+    }
+
     /// The number of pieces slot has in the current plan (0: none), for stats and tests, and
     /// their partitions through `out(partition, share)` where share is in (0, 1].
     template <class Out>
