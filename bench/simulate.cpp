@@ -113,51 +113,6 @@ public:
 
     std::vector<std::vector<std::uint32_t>> m_log;  // debugging: keys per partition
     auto finish() -> window_result {
-        if (g_dump) {
-            const std::uint32_t pmax = static_cast<std::uint32_t>(
-                std::max_element(m_load.begin(), m_load.end()) - m_load.begin());
-            std::unordered_map<std::uint32_t, std::uint64_t> per;
-            for (const auto k : m_log[pmax]) ++per[k];
-            std::vector<std::pair<std::uint64_t, std::uint32_t>> v;
-            for (auto& [k, c] : per) v.push_back({c, k});
-            std::sort(v.rbegin(), v.rend());
-            const double mean = static_cast<double>(m_total) / m_n;
-            std::printf("max partition %u: %.3f mean; keys:", pmax,
-                        static_cast<double>(m_load[pmax]) / mean);
-            for (std::size_t i = 0; i < std::min<std::size_t>(12, v.size()); ++i)
-                std::printf(
-                    " %u:%.3f%s(tot %.2f)", v[i].second, static_cast<double>(v[i].first) / mean,
-                    m_home_of[v[i].second] == pmax ? "h" : "", m_events[v[i].second] / mean);
-            std::printf("\n");
-            for (auto& l : m_log) l.clear();
-            std::vector<std::pair<double, std::uint32_t>> extra;
-            double den = 0;
-            for (const std::uint32_t k : m_touched) {
-                const auto e = static_cast<double>(m_events[k]);
-                const double need =
-                    std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
-                den += e * need;
-                const auto it = m_split.find(k);
-                if (it == m_split.end()) continue;
-                const double fan =
-                    static_cast<double>(std::count(it->second.begin(), it->second.end(), true));
-                extra.push_back({e * (fan - need), k});
-            }
-            std::sort(extra.rbegin(), extra.rend());
-            std::printf("fan-out excess:");
-            for (std::size_t i = 0; i < std::min<std::size_t>(10, extra.size()); ++i) {
-                const std::uint32_t k = extra[i].second;
-                const auto e = static_cast<double>(m_events[k]);
-                std::printf(
-                    " %u(%.2f mean, need %.0f, used %ld: %.3f)", k, e / mean,
-                    std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n)),
-                    static_cast<long>(std::count(m_split[k].begin(), m_split[k].end(), true)),
-                    extra[i].first / den);
-            }
-            double tot = 0;
-            for (auto& x : extra) tot += x.first;
-            std::printf(" total %.3f over %zu split keys\n", tot / den, extra.size());
-        }
         window_result r;
         r.events = m_total;
         if (m_total == 0) return r;
@@ -175,33 +130,39 @@ public:
         r.safe_bound = *std::max_element(pinned.begin(), pinned.end()) / mean;
         // The floor of a key's fan-out under the goal: the fewest partitions whose room below
         // the goal, over what keys under a tenth of the mean put there, holds its events (the
-        // largest rooms first, as if it had them to itself).
+        // largest rooms first, as if it had them to itself), and at least ceil(share * n).
         std::vector<double> room(m_n);
         for (std::uint32_t p = 0; p < m_n; ++p) room[p] = std::max(r.goal() * mean - cold[p], 0.0);
         std::sort(room.rbegin(), room.rend());
         std::vector<double> prefix(m_n + 1, 0.0);
         for (std::uint32_t p = 0; p < m_n; ++p) prefix[p + 1] = prefix[p] + room[p];
+        const auto need_of = [&](double e) {
+            return std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
+        };
+        const auto floor_of = [&](double e) {
+            if (e < mean / 10) return 1.0;
+            const auto at = std::lower_bound(prefix.begin() + 1, prefix.end(), e);
+            return std::max(need_of(e),
+                            static_cast<double>(std::min<std::ptrdiff_t>(
+                                at - prefix.begin(), static_cast<std::ptrdiff_t>(m_n))));
+        };
+        const auto fan_of = [&](std::uint32_t k) {
+            const auto it = m_split.find(k);
+            return it == m_split.end() ? 1.0
+                                       : static_cast<double>(std::count(it->second.begin(),
+                                                                        it->second.end(), true));
+        };
+        if (g_dump) dump(mean, need_of, floor_of, fan_of);
         double weighted = 0;
         double minimum = 0;
         double floor_sum = 0;
         for (const std::uint32_t k : m_touched) {
             const auto e = static_cast<double>(m_events[k]);
-            const double need = std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
-            const auto it = m_split.find(k);
-            const double fan =
-                it == m_split.end()
-                    ? 1.0
-                    : static_cast<double>(std::count(it->second.begin(), it->second.end(), true));
+            const double fan = fan_of(k);
             weighted += e * fan;
-            minimum += e * need;
-            double least = 1.0;
-            if (e >= mean / 10) {
-                const auto at = std::lower_bound(prefix.begin() + 1, prefix.end(), e);
-                least = static_cast<double>(std::min<std::ptrdiff_t>(
-                    at - prefix.begin(), static_cast<std::ptrdiff_t>(m_n)));
-            }
-            floor_sum += e * std::max(need, least);
-            if (e < mean / 10 && (m_moved[k] != 0 || it != m_split.end())) {
+            minimum += e * need_of(e);
+            floor_sum += e * floor_of(e);
+            if (e < mean / 10 && (m_moved[k] != 0 || fan > 1)) {
                 ++r.cold_moved;
                 if (g_dump) std::printf("cold key %u moved: %.0f events, mean %.0f\n", k, e, mean);
             }
@@ -221,6 +182,43 @@ public:
     }
 
 private:
+    /// --dump: the busiest partition's keys, and the keys spread furthest beyond their floor.
+    template <class Need, class Floor, class Fan>
+    void dump(double mean, const Need& need_of, const Floor& floor_of, const Fan& fan_of) {
+        const auto pmax = static_cast<std::uint32_t>(
+            std::max_element(m_load.begin(), m_load.end()) - m_load.begin());
+        std::unordered_map<std::uint32_t, std::uint64_t> per;
+        for (const auto k : m_log[pmax]) ++per[k];
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> v;
+        for (auto& [k, c] : per) v.emplace_back(c, k);
+        std::sort(v.rbegin(), v.rend());
+        std::printf("max partition %u: %.3f mean; keys:", pmax,
+                    static_cast<double>(m_load[pmax]) / mean);
+        for (std::size_t i = 0; i < std::min<std::size_t>(12, v.size()); ++i)
+            std::printf(" %u:%.3f%s(tot %.2f)", v[i].second, static_cast<double>(v[i].first) / mean,
+                        m_home_of[v[i].second] == pmax ? "h" : "", m_events[v[i].second] / mean);
+        std::printf("\n");
+        for (auto& l : m_log) l.clear();
+        std::vector<std::pair<double, std::uint32_t>> extra;
+        double den = 0;
+        for (const std::uint32_t k : m_touched) {
+            const auto e = static_cast<double>(m_events[k]);
+            den += e * floor_of(e);
+            if (fan_of(k) > 1) extra.emplace_back(e * (fan_of(k) - floor_of(e)), k);
+        }
+        std::sort(extra.rbegin(), extra.rend());
+        std::printf("fan-out over the floor:");
+        double total = 0;
+        for (const auto& x : extra) total += x.first;
+        for (std::size_t i = 0; i < std::min<std::size_t>(10, extra.size()); ++i) {
+            const std::uint32_t k = extra[i].second;
+            const auto e = static_cast<double>(m_events[k]);
+            std::printf(" %u(%.2f mean, need %.0f, floor %.0f, used %.0f: %.3f)", k, e / mean,
+                        need_of(e), floor_of(e), fan_of(k), extra[i].first / den);
+        }
+        std::printf(" total %.3f over %zu split keys\n", total / den, extra.size());
+    }
+
     std::uint32_t m_n;
     std::vector<std::uint32_t> m_events;
     std::vector<std::uint32_t> m_first;
