@@ -6,7 +6,10 @@
 //       the hardware threads). For every window from each router's second on it measures: max/mean
 //       partition load against the goal max(1.10, B + 0.02), where B is the largest load keys
 //       under a tenth of the mean put on one partition, over the mean (those keys must stay home,
-//       so no router that keeps them there can beat it); fan-out, the event-weighted partitions
+//       so no router that keeps them there can beat it), B' (B with the threshold's cost: every
+//       key of a tenth of the mean or more first sends a tenth of the mean home) and B'' (the
+//       same with the threshold the routers used, their safety margin included); fan-out, the
+//       event-weighted partitions
 //       used per key over the minimum ceil(share * n) (union over a router's threads and over
 //       independent routers), and over the floor the goal allows (per key, the fewest partitions
 //       whose room under the goal, less what keys under a tenth of the mean put there, holds its
@@ -68,6 +71,9 @@ struct window_result {
     // of the mean home before they may leave (a router that keeps every key under a tenth home
     // whatever its future must count that much of every key first).
     double safe_bound = 0;
+    // B with the threshold the routers used (their margin over a tenth of the mean included):
+    // each key of a tenth of the mean or more sends that much home first.
+    double router_bound = 0;
     double fanout = 0;
     double fanout_floor = 0;  // fan-out over the floor the goal allows (judge::finish)
     std::size_t cold_moved = 0;
@@ -75,6 +81,7 @@ struct window_result {
     std::uint64_t events = 0;
     [[nodiscard]] auto goal() const -> double { return std::max(1.10, bound + 0.02); }
     [[nodiscard]] auto safe_goal() const -> double { return std::max(1.10, safe_bound + 0.02); }
+    [[nodiscard]] auto router_goal() const -> double { return std::max(1.10, router_bound + 0.02); }
 };
 
 /// Per-window judge: where every event went, by key id.
@@ -112,7 +119,9 @@ public:
     }
 
     std::vector<std::vector<std::uint32_t>> m_log;  // debugging: keys per partition
-    auto finish() -> window_result {
+    std::vector<std::uint32_t> top_keys;            // --dump: the busiest partition's keys
+    /// Ends the window; `threshold` is the routers' thresholds summed (0: not known).
+    auto finish(double threshold = 0) -> window_result {
         window_result r;
         r.events = m_total;
         if (m_total == 0) return r;
@@ -121,13 +130,16 @@ public:
             static_cast<double>(*std::max_element(m_load.begin(), m_load.end())) / mean;
         std::vector<double> cold(m_n, 0.0);
         std::vector<double> pinned(m_n, 0.0);
+        std::vector<double> pinned_by_router(m_n, 0.0);
         for (const std::uint32_t k : m_touched) {
             const auto e = static_cast<double>(m_events[k]);
             if (e < mean / 10) cold[m_home_of[k]] += e;
             pinned[m_home_of[k]] += std::min(e, mean / 10);
+            pinned_by_router[m_home_of[k]] += std::min(e, std::max(mean / 10, threshold));
         }
         r.bound = *std::max_element(cold.begin(), cold.end()) / mean;
         r.safe_bound = *std::max_element(pinned.begin(), pinned.end()) / mean;
+        r.router_bound = *std::max_element(pinned_by_router.begin(), pinned_by_router.end()) / mean;
         // The floor of a key's fan-out under the goal: the fewest partitions whose room below
         // the goal, over what keys under a tenth of the mean put there, holds its events (the
         // largest rooms first, as if it had them to itself), and at least ceil(share * n).
@@ -194,9 +206,12 @@ private:
         std::sort(v.rbegin(), v.rend());
         std::printf("max partition %u: %.3f mean; keys:", pmax,
                     static_cast<double>(m_load[pmax]) / mean);
-        for (std::size_t i = 0; i < std::min<std::size_t>(12, v.size()); ++i)
+        top_keys.clear();
+        for (std::size_t i = 0; i < std::min<std::size_t>(12, v.size()); ++i) {
             std::printf(" %u:%.3f%s(tot %.2f)", v[i].second, static_cast<double>(v[i].first) / mean,
                         m_home_of[v[i].second] == pmax ? "h" : "", m_events[v[i].second] / mean);
+            top_keys.push_back(v[i].second);
+        }
         std::printf("\n");
         for (auto& l : m_log) l.clear();
         std::vector<std::pair<double, std::uint32_t>> extra;
@@ -305,6 +320,7 @@ auto run_member(const keyroute_bench::family_member& m) -> std::vector<window_re
     const std::int64_t window_ms = 60000;
     const std::int64_t start_ms = 60000LL * 28000000;  // a window boundary
     const std::uint64_t count = window_events(m);
+    double last_threshold = 0;
     for (int w = 0; w < m.windows; ++w) {
         for (std::uint64_t i = 0; i < count; ++i) {
             const double x = position(m, i, count);
@@ -344,7 +360,28 @@ auto run_member(const keyroute_bench::family_member& m) -> std::vector<window_re
                 std::clamp<std::int64_t>(router_window[r], std::max(w - 1, 0), w);
             judges[counted % 2].add(key, homes[key], d.partition, d.salted);
         }
-        if (w > 0) out.push_back(judges[(w - 1) % 2].finish());
+        double threshold = 0;
+        for (const auto& router : routers)
+            threshold += static_cast<double>(router->stats().threshold);
+        if (w > 0) out.push_back(judges[(w - 1) % 2].finish(last_threshold));
+        last_threshold = threshold;
+        if (g_dump && w > 0) {
+            // The busiest partition's keys as the first router tracks them now.
+            const auto st = routers[0]->stats();
+            std::printf("  tracked by router 0:");
+            for (const std::uint32_t k : judges[(w - 1) % 2].top_keys) {
+                const auto it = std::find_if(
+                    st.hot_keys.begin(), st.hot_keys.end(),
+                    [&](const keyroute::hot_key_info& h) { return h.key == names[k]; });
+                if (it == st.hot_keys.end()) {
+                    std::printf(" %u:-", k);
+                } else {
+                    std::printf(" %u:%llu%s", k, static_cast<unsigned long long>(it->events),
+                                it->salted ? "s" : "");
+                }
+            }
+            std::printf("\n");
+        }
         if (g_dump) {
             const auto st = routers[0]->stats();
             std::printf("window %d: %s; threshold %llu refused %llu tracked %zu\n", w, "stats",
@@ -356,7 +393,7 @@ auto run_member(const keyroute_bench::family_member& m) -> std::vector<window_re
                             st.hot_keys[i].salted ? "spread" : "home");
         }
     }
-    out.push_back(judges[(m.windows - 1) % 2].finish());
+    out.push_back(judges[(m.windows - 1) % 2].finish(last_threshold));
     return out;
 }
 
@@ -364,6 +401,7 @@ struct summary {
     std::size_t windows = 0;
     std::size_t balance_ok = 0;  // within the goal
     std::size_t safe_ok = 0;     // within the goal with the threshold's cost
+    std::size_t router_ok = 0;   // within the goal with the routers' own threshold
     std::size_t fanout_ok = 0;   // <= 1.5
     std::size_t floor_ok = 0;    // <= 1.5 over the floor
     double worst_balance = 0;    // max/mean
@@ -379,6 +417,7 @@ struct summary {
         ++windows;
         balance_ok += r.max_over_mean <= r.goal() ? 1U : 0U;
         safe_ok += r.max_over_mean <= r.safe_goal() ? 1U : 0U;
+        router_ok += r.max_over_mean <= r.router_goal() ? 1U : 0U;
         fanout_ok += r.fanout <= 1.5 ? 1U : 0U;
         floor_ok += r.fanout_floor <= 1.5 ? 1U : 0U;
         worst_balance = std::max(worst_balance, r.max_over_mean);
@@ -448,10 +487,11 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         if (verbose) {
             for (std::size_t w = 0; w < rs.size(); ++w)
                 std::printf(
-                    "    window %zu: max/mean %.3f bound %.3f (%.3f) fan-out %.3f (%.3f) cold %zu "
-                    "salted %llu events %llu\n",
-                    w, rs[w].max_over_mean, rs[w].bound, rs[w].safe_bound, rs[w].fanout,
-                    rs[w].fanout_floor, rs[w].cold_moved,
+                    "    window %zu: max/mean %.3f bound %.3f (%.3f; %.3f) fan-out %.3f (%.3f) "
+                    "cold "
+                    "%zu salted %llu events %llu\n",
+                    w, rs[w].max_over_mean, rs[w].bound, rs[w].safe_bound, rs[w].router_bound,
+                    rs[w].fanout, rs[w].fanout_floor, rs[w].cold_moved,
                     static_cast<unsigned long long>(rs[w].salted),
                     static_cast<unsigned long long>(rs[w].events));
         }
@@ -469,6 +509,9 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         "within max(1.10, B' + 0.02), B' with the threshold's cost, in %.1f%% of windows (p99 "
         "%+.3f over it)\n",
         100.0 * static_cast<double>(all.safe_ok) / n, quantile(all.safe_excess, 0.99));
+    std::printf(
+        "within max(1.10, B'' + 0.02), B'' with the routers' own threshold, in %.1f%% of windows\n",
+        100.0 * static_cast<double>(all.router_ok) / n);
     std::printf(
         "fan-out / minimum: median %.3f, p95 %.3f, worst %.3f; <= 1.5 in %.1f%% of windows\n",
         quantile(all.fanouts, 0.5), quantile(all.fanouts, 0.95), all.worst_fanout,
