@@ -9,14 +9,13 @@
 //       so no router that keeps them there can beat it), B' (B with the threshold's cost: every
 //       key of a tenth of the mean or more first sends a tenth of the mean home) and B'' (the
 //       same with the threshold the routers used, their safety margin included); fan-out, the
-//       event-weighted partitions
-//       used per key over the minimum ceil(share * n) (union over a router's threads and over
-//       independent routers), and over the floor the goal allows (per key, the fewest partitions
-//       whose room under the goal, less what keys under a tenth of the mean put there, holds its
-//       events); cold keys moved (under a tenth of the mean, any event off the base
-//       partitioner's partition); events salted on uniform members. Prints one line per member
-//       and the distribution; --verbose adds each window, --dump (one member at a time) the
-//       busiest partition's keys and the keys spread beyond the minimum.
+//       event-weighted partitions used per key over the minimum ceil(share * n) (union over a
+//       router's threads and over independent routers), and over the floor the goal allows (per
+//       key, the fewest partitions whose room under the goal, less what keys under a tenth of the
+//       mean put there, holds its events); cold keys moved (under a tenth of the mean, any event
+//       off the base partitioner's partition); events salted on uniform members. Prints one line
+//       per member and the distribution; --verbose adds each window, --dump (one member at a
+//       time) the busiest partition's keys and the keys spread beyond their floor.
 //       --check exits 1 unless: max/mean within the goal in 99% of windows and <= 1.25 in all,
 //       fan-out <= 1.5 in 95% and <= 2.0 in all, no cold key moved, nothing salted on uniform.
 //       --check-invariants exits 1 if a cold key moved or a uniform member was salted (the
