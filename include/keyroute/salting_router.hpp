@@ -10,7 +10,8 @@
 /// 2. a key that is not tracked goes home. One untracked event in a few is drawn for admission:
 ///    a key drawn twice in quick succession is tracked (router/key_table.hpp);
 /// 3. a tracked key is counted exactly; once its count in this window passes the threshold it
-///    may be spread, and goes where the current plan sends it, in runs (router/plan.hpp);
+///    may be spread, and goes where the current plan sends it, in runs, each run to the lighter
+///    on this thread's counts of two of the plan's pieces (router/plan.hpp);
 /// 4. every few thousand events a plan is made from what the window measured so far: each
 ///    partition's load and each key's rate, with the rest of the window filled to a common
 ///    level (router/planner.hpp). So a key that turns hot, grows, shrinks or vanishes, a burst,
@@ -22,6 +23,9 @@
 /// Threads: one router is shared by all producer threads; each thread claims a lane (its own
 /// counters) on its first event. Threads beyond `salting_config::lanes` share an overflow lane
 /// that sends every event home.
+///
+/// The configuration and its checks are in router/config.hpp, the sizes in router/sizing.hpp,
+/// the statistics in router/stats.hpp, the test seams in router/traits.hpp.
 
 #include "detail/clock.hpp"
 #include "detail/config.hpp"
@@ -29,11 +33,15 @@
 #include "hash.hpp"
 #include "partitioner.hpp"
 #include "router/availability.hpp"
+#include "router/config.hpp"
 #include "router/key_table.hpp"
 #include "router/lanes.hpp"
 #include "router/plan.hpp"
 #include "router/planner.hpp"
 #include "router/sequencer.hpp"
+#include "router/sizing.hpp"
+#include "router/stats.hpp"
+#include "router/traits.hpp"
 #include "router/window_clock.hpp"
 #include "stamp.hpp"
 
@@ -43,8 +51,6 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <random>
-#include <ratio>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -54,51 +60,6 @@
 
 namespace keyroute {
 
-/// Configuration of a salting_router. Validated once, at construction.
-struct salting_config {
-    /// Number of partitions; must equal the base partitioner's. In [1, 2^20].
-    std::uint64_t partitions = 0;
-    /// Events of a key in a window above which it may be spread; 0 = automatic: `auto_fraction`
-    /// of the per-partition mean (the larger of the previous window's and the current one's
-    /// expected), at least `min_threshold`. Counted exactly from the key's admission.
-    std::uint64_t threshold = 0;
-    /// Window length; > 0, at most a year, a whole number of the clock's ticks. Windows are
-    /// aligned to the clock's epoch: window k holds the times in [k * window, (k + 1) * window).
-    std::chrono::milliseconds window = std::chrono::minutes(1);
-    /// Automatic mode: a key may be spread above this fraction of the per-partition mean. In
-    /// (0, 1]. Keys under a tenth of the mean never move; the margin above a tenth absorbs a
-    /// window whose volume ends higher than expected.
-    double auto_fraction = 0.10;
-    /// Automatic mode: never spread a key below this many events in a window. In [1, 2^32).
-    std::uint64_t min_threshold = 32;
-    /// Most events a spread key sends to one partition before choosing again (batching); fewer
-    /// when the mean per partition is small (a 64th of it). In [1, 65536].
-    std::uint32_t run_length = 32;
-    /// Sizes the table of tracked keys: the next power of two of at least twice this, at least
-    /// 16 slots; 0 = automatic: as many as the partitions, at least 128 and at most 4096, fewer
-    /// where that would take the state of a router with 2 lanes above 256 KiB (up to 1024
-    /// partitions). In [0, 4096]. config() reports the value in force.
-    std::uint32_t max_hot_keys = 0;
-    /// Lanes: threads that route through this router without sharing counters; more threads
-    /// share one overflow lane, which sends every event home. 0 = automatic: the hardware
-    /// threads, at least 2 and at most 8, and no more than keep the state within 256 KiB. At most
-    /// 256. salting_router::state_bytes() sizes a configuration.
-    std::uint32_t lanes = 0;
-    /// Identifies this producer in stamps; 0 = a random id drawn at construction (never 0;
-    /// salting_router::config() reports it).
-    std::uint64_t producer_id = 0;
-    /// Seed of the tracking hash and of the lanes' draws (a router built with a fixed seed
-    /// replays a trace exactly on one thread); 0 = a random seed drawn at construction (never 0;
-    /// config() reports it).
-    std::uint64_t seed = 0;
-    /// Send cold keys whose home partition is unavailable to another available partition
-    /// (rendezvous hashing among the available ones, on the key's XXH3 hash with seed 0, so that
-    /// every producer picks the same one); they come back when it returns. This gives up the
-    /// order of those keys' unstamped events across the change, which no resequencer can
-    /// restore. Off, a key's events wait for its home, held by the client.
-    bool failover_cold_keys = false;
-};
-
 /// The whole routing decision for one event.
 struct route_decision {
     std::uint32_t partition = 0;  ///< where to publish
@@ -106,52 +67,6 @@ struct route_decision {
     bool salted = false;          ///< placed by the hot-key logic (it may still equal home)
     keyroute::stamp stamp{};      ///< publish it with the event when `bool(stamp)`
 };
-
-/// One tracked key, as reported by salting_router::stats().
-struct hot_key_info {
-    std::string key;  ///< the key, or its first 24 bytes when `truncated`
-    bool truncated = false;
-    std::uint64_t events = 0;  ///< exact events counted in the current window since admission
-    bool salted = false;       ///< spread in the current window
-};
-
-/// A snapshot of a salting_router's state.
-struct salting_stats {
-    std::int64_t window = 0;      ///< current window index
-    std::uint64_t threshold = 0;  ///< the threshold now in force (0 before the window's first plan)
-    std::uint64_t routed = 0;     ///< events routed since construction
-    std::uint64_t salted = 0;     ///< of which placed by the hot-key logic
-    std::uint64_t stamped = 0;    ///< of which carried a stamp
-    std::uint64_t admissions_refused = 0;  ///< keys not tracked: their probe group was full
-    std::uint64_t sketch_skipped = 0;      ///< untracked events the admission sampler did not draw
-    std::vector<std::uint64_t> partition_load;  ///< events per partition, current window
-    std::vector<hot_key_info> hot_keys;         ///< tracked keys, most events first
-    std::size_t memory_bytes = 0;               ///< state allocated at construction
-};
-
-namespace detail {
-
-inline auto random_nonzero_u64() -> std::uint64_t {
-    std::random_device rd;
-    std::uint64_t v = 0;
-    while (v == 0) v = (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
-    return v;
-}
-
-/// The router's test seams, as a type: tests substitute their own to reach the end of an
-/// episode's numbers or to pause a thread at a named point of the route path.
-struct router_traits {
-    /// The largest sequence number a lane writes in one episode.
-    static constexpr std::uint32_t last_sequence = 0xfffffffeU;
-    /// Called at the named points of the route path; does nothing.
-    static void point(const char*) noexcept {}
-    /// When true, each event routes on lane lane() instead of the calling thread's (the
-    /// simulator replays several producer threads on one thread).
-    static constexpr bool explicit_lane = false;
-    static auto lane() noexcept -> std::uint32_t { return 0; }
-};
-
-}  // namespace detail
 
 /// A load-aware salting router. See the file comment and docs/router.md.
 ///
@@ -178,29 +93,31 @@ public:
     using time_point = typename Clock::time_point;
 
     /// The largest partitions, max_hot_keys and lanes a configuration may ask for.
-    static constexpr std::uint32_t max_partitions = 1U << 20U;
-    static constexpr std::uint32_t max_tracked_keys = 4096;
-    static constexpr std::uint32_t max_lanes = 256;
+    static constexpr std::uint32_t max_partitions = detail::router_limits::partitions;
+    static constexpr std::uint32_t max_tracked_keys = detail::router_limits::tracked_keys;
+    static constexpr std::uint32_t max_lanes = detail::router_limits::lanes;
     /// Automatic lanes keep the state within this (see salting_config::lanes).
-    static constexpr std::size_t auto_memory_budget = std::size_t{256} * 1024U;
+    static constexpr std::size_t auto_memory_budget = detail::router_sizing<0>::budget;
 
     /// Builds the router and the base partitioner `Partitioner(config.partitions)`.
     /// @throws std::invalid_argument naming the field for any invalid configuration value.
     explicit salting_router(const salting_config& config)
-        : salting_router(config, make_base(config)) {}
+        : salting_router(config, detail::make_base<Partitioner>(config)) {}
 
     /// Builds the router around an existing base partitioner.
     /// @throws std::invalid_argument if `base.partitions() != config.partitions`, if the base has
     ///         an id set (`ids()`) with an id not below that count, or any value is invalid.
     salting_router(const salting_config& config, Partitioner base)
-        : m_base(check_base(std::move(base), config)),
-          m_config(resolve(validate(config))),
+        : m_base(detail::checked_base(std::move(base), config)),
+          m_config(resolve(detail::checked_config<Clock>(config))),
           m_n(static_cast<std::uint32_t>(m_config.partitions)),
-          m_slots(slot_count(m_n, m_config.max_hot_keys)),
+          m_slots(detail::router_sizing<sizeof(salting_router)>::slot_count(m_n,
+                                                                            m_config.max_hot_keys)),
           m_secret(detail::mix64(m_config.seed ^ 0x243f6a8885a308d3ULL)),
           m_secret_out(detail::mix64(m_secret) | 1U),
           m_tracking_hash(m_config.seed),
-          m_clock(window_ticks(m_config.window), jump_windows(m_config.window)),
+          m_clock(detail::window_ticks<Clock>(m_config.window),
+                  detail::jump_windows(m_config.window)),
           m_table(m_slots),
           m_lanes(m_config.lanes, m_n, m_slots, detail::random_nonzero_u64(),
                   detail::mix64(m_secret_out + 0x632be59bd9b4e019ULL)),
@@ -262,55 +179,11 @@ public:
     /// not for the hot path. Each counter is exact at some instant during the call.
     [[nodiscard]] auto stats() const -> salting_stats {
         salting_stats s;
-        const std::int64_t w = m_clock.current();
-        s.window = w;
-        const std::uint64_t t = m_planner.threshold(w);
+        s.window = m_clock.current();
+        const std::uint64_t t = m_planner.threshold(s.window);
         s.threshold = t == detail::planner::unplanned ? 0 : t;
-        s.partition_load.assign(m_n, 0);
-        std::vector<std::uint64_t> counts(m_slots, 0);
-        for (std::uint32_t i = 0; i < m_lanes.count(); ++i) {
-            const detail::lane& ln = m_lanes.at(i);
-            // An exclusive lane adds a window's events to `routed` when it leaves the window; the
-            // overflow lane counts every event in it.
-            const std::uint64_t routed = ln.routed.load(std::memory_order_relaxed) +
-                                         (ln.shared ? 0U : ln.routed_in_window());
-            s.routed += routed;
-            const std::uint64_t salted = ln.salted.load(std::memory_order_relaxed);
-            s.salted += salted;
-            s.stamped += salted + ln.stamped_home.load(std::memory_order_relaxed);
-            s.admissions_refused += ln.refused.load(std::memory_order_relaxed);
-            std::uint64_t untracked = ln.cold_past.load(std::memory_order_relaxed);
-            for (std::uint32_t p = 0; p < m_n; ++p)
-                untracked += ln.cold[p].load(std::memory_order_relaxed);
-            const std::uint64_t drawn = ln.drawn.load(std::memory_order_relaxed);
-            s.sketch_skipped += untracked - std::min(untracked, drawn);
-            if (ln.window.load(std::memory_order_acquire) != w) continue;
-            for (std::uint32_t p = 0; p < m_n; ++p) {
-                s.partition_load[p] += ln.cold[p].load(std::memory_order_relaxed) +
-                                       std::uint64_t{ln.tracked[p].load(std::memory_order_relaxed)};
-            }
-            if (ln.slots == nullptr) continue;
-            for (std::uint32_t k = 0; k < m_slots; ++k) {
-                const detail::lane_slot& ls = ln.slots[k];
-                if (ls.incarnation.load(std::memory_order_relaxed) ==
-                    m_table.at(k).incarnation.load(std::memory_order_relaxed))
-                    counts[k] += ls.count.load(std::memory_order_relaxed);
-            }
-        }
-        for (std::uint32_t k = 0; k < m_slots; ++k) {
-            if (!m_table.live(k) || counts[k] == 0) continue;
-            hot_key_info info;
-            char buf[detail::key_table::prefix_bytes];
-            const std::size_t len = m_table.prefix(k, buf);
-            info.key.assign(buf, std::min(len, detail::key_table::prefix_bytes));
-            info.truncated = len > detail::key_table::prefix_bytes;
-            info.events = counts[k];
-            info.salted = detail::key_table::spread_in(m_table.at(k), w);
-            s.hot_keys.push_back(std::move(info));
-        }
-        std::sort(s.hot_keys.begin(), s.hot_keys.end(),
-                  [](const hot_key_info& a, const hot_key_info& b) { return a.events > b.events; });
         s.memory_bytes = memory_bytes();
+        detail::gather_stats(s, m_lanes, m_table, m_n);
         return s;
     }
 
@@ -324,15 +197,8 @@ public:
     /// configuration a router refuses gives SIZE_MAX.
     [[nodiscard]] static auto state_bytes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                           std::uint32_t lanes) noexcept -> std::size_t {
-        if (partitions == 0 || partitions > max_partitions || max_hot_keys > max_tracked_keys ||
-            lanes > max_lanes)
-            return std::numeric_limits<std::size_t>::max();
-        const auto n = static_cast<std::uint32_t>(partitions);
-        const std::uint32_t slots = slot_count(n, max_hot_keys);
-        return sizeof(salting_router) + detail::key_table::bytes(slots) +
-               detail::lane_registry::bytes(lanes, n, slots) +
-               detail::plan_store::bytes(slots, detail::planner::plan_capacity(n, slots)) +
-               detail::planner::bytes(n, slots) + detail::availability::bytes(n);
+        return detail::router_sizing<sizeof(salting_router)>::state_bytes(partitions, max_hot_keys,
+                                                                          lanes);
     }
 
     /// The lanes automatic mode takes on a machine with `hardware_threads` threads: that many,
@@ -340,12 +206,8 @@ public:
     /// (with max_hot_keys 0, as automatic_hot_keys() sizes it for 2 lanes).
     [[nodiscard]] static auto automatic_lanes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                               unsigned hardware_threads) noexcept -> std::uint32_t {
-        if (max_hot_keys == 0) max_hot_keys = automatic_hot_keys(partitions);
-        std::uint32_t lanes = std::clamp(hardware_threads, 2U, 8U);
-        while (lanes > 2 && state_bytes(partitions, max_hot_keys, lanes) > auto_memory_budget) {
-            --lanes;
-        }
-        return lanes;
+        return detail::router_sizing<sizeof(salting_router)>::automatic_lanes(
+            partitions, max_hot_keys, hardware_threads);
     }
 
     /// The max_hot_keys automatic mode takes: as many keys as partitions (at least 128, at most
@@ -353,12 +215,7 @@ public:
     /// 128, for up to 1024 partitions (above that the state grows with the partitions).
     [[nodiscard]] static auto automatic_hot_keys(std::uint64_t partitions) noexcept
         -> std::uint32_t {
-        auto keys = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(partitions, 128U, 4096U));
-        while (partitions <= 1024U && keys > 128U &&
-               state_bytes(partitions, keys, 2) > auto_memory_budget) {
-            keys = std::max(keys / 2U, 128U);
-        }
-        return keys;
+        return detail::router_sizing<sizeof(salting_router)>::automatic_hot_keys(partitions);
     }
 
 private:
@@ -728,121 +585,6 @@ private:
 
     static constexpr std::uint32_t check_every = 64;
 
-    [[nodiscard]] static auto slot_count(std::uint32_t n, std::uint32_t max_hot_keys) noexcept
-        -> std::uint32_t {
-        const std::uint32_t keys = max_hot_keys != 0 ? max_hot_keys : automatic_hot_keys(n);
-        std::uint32_t slots = 16;
-        while (slots < 2U * keys) slots *= 2U;
-        return slots;
-    }
-
-    [[nodiscard]] static auto window_ticks(std::chrono::milliseconds window) noexcept
-        -> std::int64_t {
-        return static_cast<std::int64_t>(
-            std::chrono::duration_cast<typename Clock::duration>(window).count());
-    }
-    /// Windows in more than an hour: a jump of more than that takes a second event (window_clock).
-    [[nodiscard]] static auto jump_windows(std::chrono::milliseconds window) noexcept
-        -> std::int64_t {
-        const std::int64_t ms = std::max<std::int64_t>(window.count(), 1);
-        return std::max<std::int64_t>((3600000 + ms - 1) / ms, 1);
-    }
-
-    static auto make_base(const salting_config& config) -> Partitioner {
-        if (config.partitions == 0) {
-            detail::invalid_argument("salting_config.partitions must be at least 1, got 0");
-        }
-        if (config.partitions > max_partitions) {
-            detail::invalid_argument(
-                "salting_config.partitions must be at most 2^20 (1048576), got " +
-                std::to_string(config.partitions));
-        }
-        return Partitioner(config.partitions);
-    }
-
-    static auto check_base(Partitioner base, const salting_config& config) -> Partitioner {
-        if (base.partitions() != config.partitions) {
-            detail::invalid_argument("salting_config.partitions (" +
-                                     std::to_string(config.partitions) +
-                                     ") differs from the base partitioner's (" +
-                                     std::to_string(base.partitions()) + ")");
-        }
-        // The router indexes its per-partition state by the base's partition.
-        if constexpr (detail::has_ids<Partitioner>::value) {
-            for (const std::uint32_t id : base.ids()) {
-                if (id >= config.partitions) {
-                    detail::invalid_argument(
-                        "the base partitioner's partition id " + std::to_string(id) +
-                        " is not below its partition count (" + std::to_string(config.partitions) +
-                        "): the salting router needs ids 0 to partitions - 1");
-                }
-            }
-        }
-        return base;
-    }
-
-    static auto validate(const salting_config& c) -> salting_config {
-        const auto fail = [](const std::string& what) {
-            detail::invalid_argument("salting_config." + what);
-        };
-        if (c.partitions == 0) fail("partitions must be at least 1, got 0");
-        if (c.partitions > max_partitions)
-            fail("partitions must be at most 2^20 (1048576), got " + std::to_string(c.partitions));
-        if (c.window.count() <= 0)
-            fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
-        if (c.window > std::chrono::hours(24 * 366)) {
-            fail("window must be at most a year (31,622,400,000 ms), got " +
-                 std::to_string(c.window.count()) + " ms");
-        }
-        // Ticks per millisecond, as a ratio: a window must fit the clock's 64-bit count before
-        // it is converted (a year in picoseconds does not; the conversion would overflow).
-        // duration_cast multiplies by the conversion ratio's numerator before it divides by its
-        // denominator, whatever their sizes: both ways are checked.
-        using per_ms = std::ratio_divide<std::milli, typename Clock::period>;
-        using ms_per_tick = std::ratio_divide<typename Clock::period, std::milli>;
-        constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
-        if (c.window.count() > int64_max / per_ms::num ||
-            std::chrono::duration_cast<typename Clock::duration>(c.window).count() >
-                int64_max / ms_per_tick::num) {
-            fail("window does not fit the clock's 64-bit tick count, got " +
-                 std::to_string(c.window.count()) + " ms");
-        }
-        // A clock whose ticks are narrower than 64 bits (Clock::rep): the window's ticks must
-        // fit them too, or they would be cut.
-        using wide_ticks = std::chrono::duration<std::int64_t, typename Clock::period>;
-        const auto wide = std::chrono::duration_cast<wide_ticks>(c.window);
-        constexpr auto rep_max =
-            static_cast<std::uint64_t>(std::numeric_limits<typename Clock::rep>::max());
-        if (static_cast<std::uint64_t>(wide.count()) > rep_max) {
-            fail("window of " + std::to_string(c.window.count()) + " ms is " +
-                 std::to_string(wide.count()) + " ticks of the clock, more than its tick count (" +
-                 std::to_string(std::numeric_limits<typename Clock::rep>::digits +
-                                (std::numeric_limits<typename Clock::rep>::is_signed ? 1 : 0)) +
-                 " bits) holds");
-        }
-        const auto ticks = std::chrono::duration_cast<typename Clock::duration>(c.window);
-        if (ticks.count() <= 0 ||
-            std::chrono::duration_cast<std::chrono::milliseconds>(ticks) != c.window) {
-            fail("window must be a whole number of the clock's ticks, got " +
-                 std::to_string(c.window.count()) + " ms");
-        }
-        if (!(c.auto_fraction > 0.0 && c.auto_fraction <= 1.0)) {
-            fail("auto_fraction must be in (0, 1], got " + detail::exact_number(c.auto_fraction));
-        }
-        if (c.min_threshold == 0) fail("min_threshold must be at least 1, got 0");
-        if (c.min_threshold > 0xffffffffULL)  // as threshold: levels are derived from it in 64 bits
-            fail("min_threshold must be below 2^32, got " + std::to_string(c.min_threshold));
-        if (c.run_length == 0 || c.run_length > 65536) {
-            fail("run_length must be in [1, 65536], got " + std::to_string(c.run_length));
-        }
-        if (c.max_hot_keys > max_tracked_keys) {
-            fail("max_hot_keys must be in [0, 4096], got " + std::to_string(c.max_hot_keys));
-        }
-        if (c.lanes > max_lanes) fail("lanes must be at most 256, got " + std::to_string(c.lanes));
-        if (c.threshold > 0xffffffffULL)
-            fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
-        return c;
-    }
     static auto resolve(salting_config c) -> salting_config {
         if (c.max_hot_keys == 0) c.max_hot_keys = automatic_hot_keys(c.partitions);
         if (c.lanes == 0) {
