@@ -483,7 +483,7 @@ private:
                     std::memory_order_relaxed);
         m_sample_gap.store(static_cast<std::uint32_t>(std::clamp<std::uint64_t>(m_t / 32U, 1, 64)),
                            std::memory_order_relaxed);
-        m_gap.store(std::max<std::uint64_t>(m_min_gap, m_prev_events / 64U),
+        m_gap.store(std::max<std::uint64_t>(m_min_gap, m_prev_events / 32U),
                     std::memory_order_relaxed);
         m_last_events.store(m_events, std::memory_order_relaxed);
         m_threshold.store(m_t, std::memory_order_relaxed);
