@@ -1,6 +1,6 @@
 // The salting router's evaluation harness (docs/evaluation.md).
 //
-//   simulate --family N [--first S] [--jobs J] [--check] [--verbose] [--dump]
+//   simulate --family N [--first S] [--jobs J] [--check] [--check-worst X] [--verbose] [--dump]
 //       N random members of the workload family (bench/family.hpp), seeds S to S + N - 1, each
 //       routed by keyroute's router in its default configuration, J members at a time (default:
 //       the hardware threads). For every window from each router's second on it measures: max/mean
@@ -20,6 +20,7 @@
 //       fan-out <= 1.5 in 95% and <= 2.0 in all, no cold key moved, nothing salted on uniform.
 //       --check-invariants exits 1 if a cold key moved or a uniform member was salted (the
 //       guarantees; the balance and fan-out targets are reported, docs/evaluation.md).
+//       --check-worst X exits 1 if max/mean passes X in a window from each router's second on.
 //   simulate --named [--windows W] [--events E] [--check]
 //       The six named workloads (bench/workloads.hpp) through static hashing, the problem
 //       statement's naive per-minute router (seed_router.hpp) and keyroute, window by window.
@@ -455,7 +456,7 @@ auto run_members(std::uint64_t first, std::uint64_t count, unsigned jobs)
 }
 
 auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool check,
-                bool invariants, bool verbose) -> int {
+                bool invariants, double worst_allowed, bool verbose) -> int {
     summary all;
     std::printf(
         "| seed | member | worst window's max/mean (goal; with the threshold's cost) | worst "
@@ -522,6 +523,11 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         100.0 * static_cast<double>(all.floor_ok) / n);
     std::printf("cold keys moved: %zu; events salted on uniform members: %llu\n", all.cold_moved,
                 static_cast<unsigned long long>(all.uniform_salted));
+    if (worst_allowed > 0 && all.worst_balance > worst_allowed) {
+        std::printf("simulate: max/mean %.3f in a window, over %.3f\n", all.worst_balance,
+                    worst_allowed);
+        return 1;
+    }
     if (invariants) {
         const bool ok = all.cold_moved == 0 && all.uniform_salted == 0;
         std::printf("simulate: %s\n", ok ? "no cold key moved, nothing salted on uniform members"
@@ -629,6 +635,7 @@ int main(int argc, char** argv) {
     unsigned jobs = std::max(std::thread::hardware_concurrency(), 1U);
     bool check = false;
     bool invariants = false;
+    double worst_allowed = 0;
     bool verbose = false;
     bool named_workloads = false;
     int windows = 4;
@@ -649,6 +656,8 @@ int main(int argc, char** argv) {
             events = std::strtoull(argv[++i], nullptr, 10);
         } else if (a == "--check") {
             check = true;
+        } else if (a == "--check-worst" && i + 1 < argc) {
+            worst_allowed = std::strtod(argv[++i], nullptr);
         } else if (a == "--check-invariants") {
             invariants = true;
         } else if (a == "--verbose") {
@@ -658,13 +667,14 @@ int main(int argc, char** argv) {
         } else {
             std::fprintf(stderr,
                          "usage: simulate --family N [--first S] [--jobs J] [--check] "
-                         "[--check-invariants] [--verbose] [--dump]\n"
+                         "[--check-invariants] [--check-worst X] [--verbose] [--dump]\n"
                          "       simulate --named [--windows W] [--events E] [--check]\n");
             return 2;
         }
     }
     if (named_workloads) return named(windows, events, check);
-    if (family_count > 0) return run_family(first, family_count, jobs, check, invariants, verbose);
+    if (family_count > 0)
+        return run_family(first, family_count, jobs, check, invariants, worst_allowed, verbose);
     std::fprintf(stderr, "simulate: give --family N or --named\n");
     return 2;
 }

@@ -410,7 +410,8 @@ private:
                                      std::uint32_t home, std::uint32_t count,
                                      std::uint32_t& partition) noexcept -> bool {
         Traits::point("place_new");
-        const auto since = static_cast<std::uint32_t>(ln.routed_in_window()) - ls.first_seen;
+        const auto since = static_cast<std::uint32_t>(ln.routed_in_window()) -
+                           ls.first_seen.load(std::memory_order_relaxed);
         m_planner.place_new(ln.bounds.index, slot, home,
                             static_cast<double>(count) / std::max(since, 1U), m_table, m_plans);
         return place(ln, ls, slot, partition);
@@ -511,7 +512,8 @@ private:
     /// A lane's state of a slot that another key took over: it starts afresh.
     [[gnu::noinline]] static void restart(const detail::lane& ln, detail::lane_slot& ls,
                                           std::uint32_t incarnation) noexcept {
-        ls.first_seen = static_cast<std::uint32_t>(ln.routed_in_window());
+        ls.first_seen.store(static_cast<std::uint32_t>(ln.routed_in_window()),
+                            std::memory_order_relaxed);
         ls.count.store(0, std::memory_order_relaxed);
         ls.incarnation.store(incarnation, std::memory_order_relaxed);
         ls.run_left = 0;

@@ -23,14 +23,16 @@
 namespace keyroute::detail {
 
 /// One lane's view of one tracked slot. Only the lane's thread writes it; the planner reads
-/// `count` and `incarnation` (a count is the slot's current key's only if they match).
+/// `count`, `incarnation` and `first_seen` (a count is the slot's current key's only if they
+/// match).
 struct lane_slot {
     std::atomic<std::uint32_t> count{0};  // the key's events on this lane in its window (saturates)
     std::atomic<std::uint32_t> incarnation{0};  // the key_table incarnation this state is for
     std::uint32_t run_partition = 0;
-    std::uint16_t run_left = 0;    // events left in the current run
-    std::uint16_t cursor = 0;      // low-discrepancy position among the plan's pieces
-    std::uint32_t first_seen = 0;  // the lane's events in the window when it first counted it
+    std::uint16_t run_left = 0;  // events left in the current run
+    std::uint16_t cursor = 0;    // low-discrepancy position among the plan's pieces
+    // The lane's events in the window when it first counted the key (the planner reads it).
+    std::atomic<std::uint32_t> first_seen{0};
     std::uint32_t next_check = 0;  // the count at which the lanes' counts are next summed
     sequencer seq;
 };
@@ -139,7 +141,7 @@ struct alignas(64) lane {
         if (!shared) {
             for (std::uint32_t s = 0; s < slot_count; ++s) {
                 slots[s].count.store(0, std::memory_order_relaxed);
-                slots[s].first_seen = 0;
+                slots[s].first_seen.store(0, std::memory_order_relaxed);
                 slots[s].next_check = 0;
             }
         }

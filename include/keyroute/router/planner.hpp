@@ -194,6 +194,7 @@ private:
     struct key {
         std::uint32_t count = 0;  // this window, over the lanes
         std::uint32_t count_last = 0;
+        std::uint64_t seen = 0;  // the lanes' events since each first counted it
         std::uint32_t incarnation = 0;
         float rate = -1;  // share of the events; < 0: not measured yet
     };
@@ -263,6 +264,7 @@ private:
                 k.rate = -1;
             }
             k.count = 0;
+            k.seen = 0;
         }
         for (std::uint32_t i = 0; i < lanes.count(); ++i) {
             const lane& ln = lanes.at(i);
@@ -273,14 +275,19 @@ private:
                     m_keys[s].count = static_cast<std::uint32_t>(std::min<std::uint64_t>(
                         std::uint64_t{m_keys[s].count} + ls.count.load(std::memory_order_relaxed),
                         0xffffffffU));
+                    m_keys[s].seen += static_cast<std::uint32_t>(ln.routed_in_window()) -
+                                      ls.first_seen.load(std::memory_order_relaxed);
                 }
             }
         }
         for (std::uint32_t s = 0; s < m_c.slots; ++s) {
             key& k = m_keys[s];
             const double dk = k.count - std::min(k.count, k.count_last);
-            // Admitted during the interval: its count covers part of it at most.
-            k.rate = k.rate < 0 ? static_cast<float>(de > 0 ? dk / de : 0) : blend(dk, k.rate);
+            // Admitted during the interval: its rate since the lanes first counted it (a key that
+            // turns hot mid-window is sized by what it does since, not over the whole interval).
+            const double since = std::min(de, static_cast<double>(k.seen));
+            k.rate =
+                k.rate < 0 ? static_cast<float>(since > 0 ? dk / since : 0) : blend(dk, k.rate);
             k.count_last = k.count;
         }
         m_events_last = m_events;
