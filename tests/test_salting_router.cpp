@@ -360,7 +360,8 @@ TEST_CASE("in-window plans keep working when busy windows are not consecutive",
     keyroute::salting_router<> router(router_config(64));
     std::mt19937_64 rng(5);
     constexpr int events = 20000;
-    std::size_t most = 0;
+    std::size_t most_early = 0;
+    std::size_t most_late = 0;
     for (std::int64_t round = 0; round < 30; ++round) {
         const std::int64_t w = 2 * round;
         std::set<std::uint32_t> parts;
@@ -370,10 +371,16 @@ TEST_CASE("in-window plans keep working when busy windows are not consecutive",
             const auto p = router.route(key, at(w * 60000 + std::int64_t{i} * 60000 / events));
             if (hot) parts.insert(p);
         }
-        most = std::max(most, parts.size());
+        (round < 10 ? most_early : most_late) =
+            std::max(round < 10 ? most_early : most_late, parts.size());
     }
-    // About 13 partitions' worth; planned, it used 19 to 37 in every window.
-    CHECK(most <= 44);
+    // 13 partitions' worth of events, but the cold keys fill 80% of every partition: at the
+    // level the plans aim at, the key needs about 51 of them. Planned, it used 42 to 47 in every
+    // window, the same after twenty gaps as before the first.
+    INFO("most partitions in rounds 0 to 9: " << most_early
+                                              << ", in rounds 10 to 29: " << most_late);
+    CHECK(most_late <= most_early + 3);
+    CHECK(most_late <= 50);
 }
 
 TEST_CASE("a slot given to another key starts that key's stamps afresh", "[router][stamp]") {
@@ -451,7 +458,10 @@ TEST_CASE("an episode opens at a key's first event placed off home: none stays h
     std::map<std::uint64_t, episode> episodes;
     std::uint64_t stamped = 0;
     std::uint64_t salted = 0;
-    for (std::int64_t i = 0; i < 3 * per_window; ++i) {
+    // An episode that opens in the trace's last events may have no event after its first.
+    constexpr std::int64_t end = 3 * per_window;
+    constexpr std::int64_t cut_off = end - 4096;
+    for (std::int64_t i = 0; i < end; ++i) {
         const double u = std::uniform_real_distribution<double>(0, total)(rng);
         const auto rank =
             static_cast<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
@@ -460,6 +470,7 @@ TEST_CASE("an episode opens at a key's first event placed off home: none stays h
         if (d.salted) ++salted;
         if (!d.stamp) continue;
         ++stamped;
+        if (episodes.count(d.stamp.episode) == 0 && i >= cut_off) continue;
         episode& e = episodes[d.stamp.episode];
         ++e.events;
         if (d.partition != d.home) e.left_home = true;
