@@ -312,7 +312,8 @@ private:
         // - a spread key's event within a run of an open stretch (which keeps the slot from
         //   being handed over): the run's partition, stamped;
         // - a key under the threshold with no stretch open: home, unstamped (safe for whichever
-        //   key the slot holds by then).
+        //   key the slot holds by then). `next_check` is never above the threshold plus one, so
+        //   a count under it is under the threshold too.
         const std::int64_t w = ln.bounds.index;
         if (__builtin_expect(m_table.fingerprint(slot) == hk.fp &&
                                  ls.incarnation.load(std::memory_order_relaxed) == incarnation &&
@@ -337,8 +338,7 @@ private:
                     return answer_of<whole>(d);
                 }
             } else if (!proven && !ls.seq.open() &&
-                       ls.count.load(std::memory_order_relaxed) + 1U < ls.next_check &&
-                       ls.count.load(std::memory_order_relaxed) + 1U <= m_planner.threshold(w)) {
+                       ls.count.load(std::memory_order_relaxed) + 1U < ls.next_check) {
                 Traits::point("tracked");
                 count_event(ls);
                 route_decision d;
@@ -429,19 +429,18 @@ private:
         if (detail::key_table::proven_in(e, w)) return proof::yes;
         const std::uint64_t t = m_planner.threshold(w);
         if (count <= t) {
-            if (count >= ls.next_check) {
-                const std::uint32_t lanes = m_lanes.count() - 1U;
-                if (lanes < 2 || t == detail::planner::unplanned) {
-                    ls.next_check = lanes < 2 ? 0xffffffffU : 0U;
-                } else if (lane_sum(slot, incarnation, w) > t) {
-                    e.proven.store(detail::window_tag(w), std::memory_order_relaxed);
-                    m_planner.request();
-                    return proof::now;
-                } else {
-                    ls.next_check = count + static_cast<std::uint32_t>(std::max<std::uint64_t>(
-                                                1U, t / (std::uint64_t{4} * lanes)));
-                }
+            if (count < ls.next_check || t == detail::planner::unplanned) return proof::no;
+            const std::uint32_t lanes = m_lanes.count() - 1U;
+            if (lanes >= 2 && lane_sum(slot, incarnation, w) > t) {
+                e.proven.store(detail::window_tag(w), std::memory_order_relaxed);
+                m_planner.request();
+                return proof::now;
             }
+            // The next count at which this lane looks again: the threshold's, or sooner where
+            // other lanes count the key too.
+            const std::uint64_t step = lanes >= 2 ? t / (std::uint64_t{4} * lanes) : t;
+            ls.next_check = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                {count + std::max<std::uint64_t>(step, 1U), t + 1U, 0xffffffffU}));
             return proof::no;
         }
         if (count != t + 1U) return proof::yes;

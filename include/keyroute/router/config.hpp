@@ -73,13 +73,20 @@ struct router_limits {
     static constexpr std::uint32_t lanes = 256;
 };
 
+/// Throws naming the field unless config.partitions is in [1, 2^20].
+inline void check_partitions(const salting_config& c) {
+    if (c.partitions == 0) invalid_argument("salting_config.partitions must be at least 1, got 0");
+    if (c.partitions > router_limits::partitions) {
+        invalid_argument("salting_config.partitions must be at most 2^20 (1048576), got " +
+                         std::to_string(c.partitions));
+    }
+}
+
 /// `config` if every field is valid for a router on Clock; otherwise throws naming the field.
 template <class Clock>
 auto checked_config(const salting_config& c) -> salting_config {
     const auto fail = [](const std::string& what) { invalid_argument("salting_config." + what); };
-    if (c.partitions == 0) fail("partitions must be at least 1, got 0");
-    if (c.partitions > router_limits::partitions)
-        fail("partitions must be at most 2^20 (1048576), got " + std::to_string(c.partitions));
+    check_partitions(c);
     if (c.window.count() <= 0)
         fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
     if (c.window > std::chrono::hours(24 * 366)) {
@@ -137,12 +144,7 @@ auto checked_config(const salting_config& c) -> salting_config {
 /// The base partitioner `Partitioner(config.partitions)`, once the count is known to be valid.
 template <class Partitioner>
 auto make_base(const salting_config& config) -> Partitioner {
-    if (config.partitions == 0)
-        invalid_argument("salting_config.partitions must be at least 1, got 0");
-    if (config.partitions > router_limits::partitions) {
-        invalid_argument("salting_config.partitions must be at most 2^20 (1048576), got " +
-                         std::to_string(config.partitions));
-    }
+    check_partitions(config);
     return Partitioner(config.partitions);
 }
 

@@ -33,7 +33,9 @@ struct lane_slot {
     std::uint16_t cursor = 0;    // low-discrepancy position among the plan's pieces
     // The lane's events in the window when it first counted the key (the planner reads it).
     std::atomic<std::uint32_t> first_seen{0};
-    std::uint32_t next_check = 0;  // the count at which the lanes' counts are next summed
+    // The count at which the lane next asks whether the key is proven (summing the lanes'
+    // counts); at most the threshold plus one, 0 at a window's start: ask at once.
+    std::uint32_t next_check = 0;
     sequencer seq;
 };
 
