@@ -158,10 +158,10 @@ public:
                      e.order.load(std::memory_order_relaxed)};
             m_fill.fill(
                 m_room.get(), &d, 1, fill_options(false), [](std::uint32_t, const auto&) {},
-                [&](const demand&, const piece_list& pieces) {
+                [&](const demand&, const piece_list& all) {
+                    const piece_list pieces = fitting(all, plans.capacity() - plans.used());
                     const std::uint32_t count = pieces.size();
-                    if ((count > 1 || (count == 1 && pieces[0].partition != home)) &&
-                        std::uint64_t{plans.used()} + count <= plans.capacity()) {
+                    if (count > 1 || (count == 1 && pieces[0].partition != home)) {
                         write_pieces(pieces,
                                      [&](std::uint32_t j, std::uint32_t p, std::uint32_t end) {
                                          plans.append_piece(j, p, end);
@@ -412,10 +412,10 @@ private:
                     if (!m_window_start || share > 0) f(p);
                 });
             },
-            [&](const demand& d, const piece_list& pieces) {
+            [&](const demand& d, const piece_list& all) {
+                const piece_list pieces = fitting(all, plans.capacity() - at);
                 const std::uint32_t n = pieces.size();
                 if (n == 0 || (n == 1 && pieces[0].partition == d.home)) return;  // stays home
-                if (std::uint64_t{at} + n > plans.capacity()) return;  // full: it stays home
                 write_pieces(pieces, [&](std::uint32_t j, std::uint32_t p, std::uint32_t end) {
                     plans.write_piece(at + j, p, end);
                 });
@@ -462,6 +462,16 @@ private:
         o.bucket = 0.05 * mean_rest;
         o.keep_empty = keep_empty;
         return o;
+    }
+
+    /// The first `left` of a key's pieces (its first pass's first: home and the partitions it
+    /// had), when the plan has no room for all: a key that does not fit whole is spread over
+    /// fewer partitions until the next plan, rather than sent home whole.
+    [[nodiscard]] static auto fitting(const piece_list& pieces, std::uint32_t left) noexcept
+        -> piece_list {
+        if (pieces.size() <= left) return pieces;
+        const std::uint32_t first = std::min(pieces.first_count, left);
+        return piece_list{pieces.first, first, pieces.grown, left - first};
     }
 
     /// A key's pieces as cursor ranges: piece j covers the positions up to its end, in
