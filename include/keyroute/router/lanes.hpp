@@ -95,7 +95,8 @@ struct alignas(64) lane {
     std::uint64_t episodes = 0;  // the last episode id this lane gave (ids step by lanes + 1)
     std::uint64_t episode_step = 1;
 
-    /// The lane's events on partition p in `window` so far (the lane's thread only).
+    /// The lane's events on partition p in `window` so far (exact on the lane's thread; a recent
+    /// value on another, as stats() reads it).
     [[nodiscard]] auto load(std::uint32_t p) const noexcept -> std::uint64_t {
         return std::uint64_t{cold[p].load(std::memory_order_relaxed)} +
                tracked[p].load(std::memory_order_relaxed);
