@@ -438,9 +438,8 @@ public:
         const auto it = m_partitions.find(partition);
         if (it == m_partitions.end()) return std::nullopt;
         const partition_state& ps = it->second;
-        return ps.offsets.committable(ps.held.first == no_slot
-                                          ? std::nullopt
-                                          : std::optional(at(ps.held.first).source.offset));
+        return ps.offsets.committable(
+            ps.held.first == no_slot ? std::nullopt : std::optional(at(ps.held.first).offset));
     }
 
     /// The state to store with committed offsets (see resequencer_checkpoint). O(n log n) in the
@@ -454,7 +453,7 @@ public:
             out.partition = partition;
             out.next_offset = ps.offsets.next();
             for (std::uint32_t k = ps.held.first; k != no_slot; k = at(k).part_next) {
-                out.held_offsets.push_back(at(k).source.offset);
+                out.held_offsets.push_back(at(k).offset);
             }
             const auto& rereads = ps.offsets.rereads();
             out.held_offsets.insert(out.held_offsets.end(), rereads.begin(), rereads.end());
@@ -487,7 +486,7 @@ public:
             const entry& e = at(k);
             if (serial_of(k) == 0 || e.episode == nullptr) continue;
             const std::size_t i = index.at(e.episode->id());
-            if (e.source.offset >= 0) ++cp.episodes[i].held_events;
+            if (e.offset >= 0) ++cp.episodes[i].held_events;
             if (e.late && !e.unknown) {
                 cp.episodes[i].given_up.emplace_back(e.st.sequence, e.st.sequence);
             }
@@ -620,22 +619,22 @@ private:
         bool mixed;
     };
 
-    // What a scan and a push's look-ups read comes first (the first 64 bytes of the entry).
-    struct entry {
+    // Aligned to a cache line: what a scan, a wake-up and a push's look-ups read fills the first
+    // 64 bytes; the rest of what a release reads comes next (the second line, for a small Event).
+    struct alignas(64) entry {
         stamp st;
         episode_state* episode = nullptr;  // null when unstamped
         fifo* queue = nullptr;
         std::uint32_t queue_next = no_slot;  // its fifo's events, in partition order
-        bool late = false;
-        bool unknown = false;  // late because its episode's history below it is forgotten
         std::uint32_t queue_prev = no_slot;
         std::uint32_t part_prev = no_slot;  // the partition's held events with an offset
         std::uint32_t part_next = no_slot;
         partition_state* part = nullptr;  // null without an offset
         time_type time{};
         std::size_t bytes = 0;
-        std::uint64_t visit = 0;
-        origin source;
+        std::int64_t offset = -1;  // origin::offset; its partition is the fifo's
+        bool late = false;
+        bool unknown = false;  // late because its episode's history below it is forgotten
         std::optional<Event> event;
     };
 
@@ -692,8 +691,8 @@ private:
     void resume_after_exception() {
         if (!m_book.interrupted) return;
         m_book.interrupted = false;
-        for (const auto& q : m_fifo_store) {
-            if (q->size() != 0) mark_dirty(*q);
+        for (std::uint32_t id = 0; id < m_fifo_store.made(); ++id) {
+            if (m_fifo_store[id].size() != 0) mark_dirty(m_fifo_store[id]);
         }
         cascade();
     }
@@ -1088,7 +1087,7 @@ private:
         ++m_stats.held;
         e.part = note_offset(source, p.reread, p.part);
         e.st = st;
-        e.source = source;
+        e.offset = source.offset;
         e.time = time;
         e.bytes = bytes;
         m_slab.set_tag(slot, ++m_serial);
@@ -1096,13 +1095,10 @@ private:
         e.unknown = p.unknown;
         fifo* q = p.queue;
         if (q == nullptr) {
-            // Empty fifos are recycled: their key and item buffers keep their capacity.
-            if (m_spare_fifos.empty()) {
-                m_fifo_store.push_back(std::make_unique<fifo>());
-                m_spare_fifos.push_back(m_fifo_store.back().get());
-            }
-            q = m_spare_fifos.back();
-            m_spare_fifos.pop_back();
+            // Empty fifos are recycled: a long key's buffer keeps its capacity.
+            const std::uint32_t id = m_fifo_store.allocate();
+            q = &m_fifo_store[id];
+            q->id = id;
             q->set_key(key);
             q->partition = source.partition;
             q->hash = h;
@@ -1324,7 +1320,7 @@ private:
             if (q->size() != 0) continue;
             m_fifos.erase(q->hash, q);
             q->recycle();
-            m_spare_fifos.push_back(q);
+            m_fifo_store.release(q->id);
         }
         m_emptied.clear();
     }
@@ -1339,8 +1335,13 @@ private:
         // First, and the event's only move: an Event whose move throws stays held, with its
         // deadline, and nothing changes (a second move after the bookkeeping could lose it).
         m_book.in_user_code = true;
-        delivery_type d{
-            Event(std::move(*e.event)), q.key(), e.st, e.source, e.time, final_order, e.unknown};
+        delivery_type d{Event(std::move(*e.event)),
+                        q.key(),
+                        e.st,
+                        origin{q.partition, e.offset},
+                        e.time,
+                        final_order,
+                        e.unknown};
         m_book.in_user_code = false;
         queue_links::erase(q.events, e, slot_of());
         --q.count;
@@ -1410,16 +1411,17 @@ private:
     void force(std::uint32_t slot, std::uint64_t serial, gap_reason why) {
         while (is_pending(slot, serial)) {
             const std::uint64_t walk = ++m_walk;
+            if (m_visits.size() < m_slab.made()) m_visits.resize(m_slab.made(), 0);
             std::uint32_t y = slot;
             for (;;) {
-                at(y).visit = walk;
+                m_visits[y] = walk;
                 const std::uint32_t b = blocker(y, why);
                 if (b == waits_for_pushed) return;  // the event being pushed goes first
                 if (b == no_slot) {
                     release(y, delivery_order::in_order);
                     break;
                 }
-                if (at(b).visit == walk) {
+                if (m_visits[b] == walk) {
                     release(y, delivery_order::out_of_order);
                     break;
                 }
@@ -1445,8 +1447,7 @@ private:
     std::shared_ptr<detail::node_pool> m_pool = std::make_shared<detail::node_pool>();
     detail::slab<entry> m_slab;  // held events (an entry never moves; a slot number finds it)
     detail::hashed_index<fifo> m_fifos;  // hash of (key, partition) -> its fifo, if it holds events
-    std::vector<std::unique_ptr<fifo>> m_fifo_store;  // every fifo ever made (<= peak held)
-    std::vector<fifo*> m_spare_fifos;
+    detail::slab<fifo> m_fifo_store;     // every fifo ever made (<= peak held), empty ones free
     detail::episode_table<episode_state> m_episodes;
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
@@ -1490,17 +1491,18 @@ private:
     bookkeeping m_book;
     std::uint64_t m_serial = 0;
     std::uint64_t m_walk = 0;
+    std::vector<std::uint64_t> m_visits;  // per slot: the last force() walk that reached it
     time_type m_watermark = time_type::min();
     resequencer_stats m_stats;
     bool m_busy = false;
 
     // Each member type but EventSize and the scalars: the standard does not promise them all.
     static_assert(
-        detail::nothrow_movable_v<
-            resequencer_config, delivery_sink, gap_sink, decltype(m_slab), decltype(m_fifos),
-            decltype(m_fifo_store), decltype(m_spare_fifos), decltype(m_episodes),
-            decltype(m_partitions), decltype(m_partition_index), decltype(m_deadlines),
-            decltype(m_seen), decltype(m_seen_index), time_type, resequencer_stats>,
+        detail::nothrow_movable_v<resequencer_config, delivery_sink, gap_sink, decltype(m_slab),
+                                  decltype(m_fifos), decltype(m_fifo_store), decltype(m_episodes),
+                                  decltype(m_partitions), decltype(m_partition_index),
+                                  decltype(m_deadlines), decltype(m_seen), decltype(m_seen_index),
+                                  time_type, resequencer_stats>,
         "keyroute::resequencer: a member's move may throw, so its moves cannot be noexcept");
 };
 

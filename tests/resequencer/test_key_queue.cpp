@@ -48,3 +48,23 @@ TEST_CASE("key_queue: recycle empties it and keeps the long key's buffer",
     CHECK(q.long_key.capacity() == capacity);
     CHECK(q.key() == std::string(90, 'm'));
 }
+
+TEST_CASE("key_queue: what a push, a scan and a release read is in its first cache line",
+          "[resequencer][key_queue]") {
+    CHECK(alignof(key_queue) == 64);
+    const key_queue q;
+    const auto* base = reinterpret_cast<const char*>(&q);
+    const auto within = [&](const void* field, std::size_t size) {
+        return static_cast<const char*>(field) - base + static_cast<std::ptrdiff_t>(size) <= 64;
+    };
+    CHECK(within(&q.key_bytes, sizeof q.key_bytes));
+    CHECK(within(&q.key_size, sizeof q.key_size));
+    CHECK(within(&q.partition, sizeof q.partition));
+    CHECK(within(&q.hash, sizeof q.hash));
+    CHECK(within(&q.events, sizeof q.events));
+    CHECK(within(&q.count, sizeof q.count));
+    CHECK(within(&q.unstamped, sizeof q.unstamped));
+    CHECK(within(&q.dirty, sizeof q.dirty));
+    CHECK(within(&q.emptied, sizeof q.emptied));
+    CHECK(within(&q.id, sizeof q.id));
+}

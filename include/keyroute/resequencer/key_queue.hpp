@@ -18,11 +18,21 @@
 
 namespace keyroute::detail {
 
-struct key_queue {
+/// Aligned to a cache line, with what a push, a scan and a release read (the short key, the
+/// counts, the flags and the list) in its first 64 bytes: a queue costs one line to reach.
+struct alignas(64) key_queue {
     static constexpr std::size_t short_key = 24;
     std::array<char, short_key> key_bytes{};
-    std::size_t key_size = 0;
-    std::string long_key;
+    std::uint32_t key_size = 0;
+    std::uint32_t partition = 0;
+    std::uint64_t hash = 0;       ///< of (key, partition): its place in the owner's index
+    slot_list events;             ///< its held events, oldest read first
+    std::uint32_t count = 0;      ///< events on `events`
+    std::uint32_t unstamped = 0;  ///< unstamped events on `events`
+    std::uint32_t id = 0;         ///< the owner's number for it (its slot in the owner's store)
+    bool dirty = false;           ///< listed for the next scan
+    bool emptied = false;         ///< listed for recycling once empty
+    std::string long_key;         ///< the key when longer than short_key
 
     [[nodiscard]] auto key() const noexcept -> std::string_view {
         return key_size <= short_key ? std::string_view(key_bytes.data(), key_size)
@@ -34,16 +44,8 @@ struct key_queue {
         } else {
             long_key.assign(k.data(), k.size());
         }
-        key_size = k.size();
+        key_size = static_cast<std::uint32_t>(k.size());
     }
-
-    std::uint32_t partition = 0;
-    std::uint64_t hash = 0;  ///< of (key, partition): its place in the owner's index
-    slot_list events;        ///< its held events, oldest read first
-    std::size_t count = 0;   ///< events on `events`
-    std::size_t unstamped = 0;
-    bool dirty = false;    ///< listed for the next scan
-    bool emptied = false;  ///< listed for recycling once empty
 
     [[nodiscard]] auto size() const noexcept -> std::size_t { return count; }
     /// Makes an empty queue ready for another key; its key buffer keeps its capacity, and

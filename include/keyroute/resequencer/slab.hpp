@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The resequencer's store of held events: entries in chunks of 2^bits, so that an entry never
-/// moves (the lists and indexes of held events keep slot numbers and pointers into it) and a
-/// slot number finds its entry with a shift and a mask. A released slot is reused before a new
+/// The resequencer's store of held events (and of its per-key queues): entries in chunks of
+/// 2^bits, so that an entry never moves (the lists and indexes of held events keep slot numbers
+/// and pointers into it) and a slot number finds its entry with a shift and a mask. A released slot is reused before a new
 /// one is made, the last released first (its memory was touched last). Chunks are made as the
 /// peak of held entries grows and kept until destruction: a steady workload allocates nothing.
 ///
