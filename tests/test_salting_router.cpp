@@ -528,8 +528,12 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
     CHECK(big.memory_bytes() ==
           router_type::state_bytes(1024, big.config().max_hot_keys, big.config().lanes));
     CHECK(router_type::automatic_lanes(1024, 0, 64) < 8);  // the budget takes lanes away
-    CHECK(router_type::automatic_lanes(64, 0, 64) == 8);
-    CHECK(router_type::automatic_lanes(64, 0, 1) == 2);
+    // Lanes are for routing threads, not cores: 8 on a small machine, more on a large one.
+    CHECK(router_type::automatic_lanes(64, 0, 1) == 8);
+    CHECK(router_type::automatic_lanes(64, 0, 2) == 8);
+    CHECK(router_type::automatic_lanes(64, 0, 12) == 12);
+    CHECK(router_type::automatic_lanes(16, 0, 1000) > 8);
+    CHECK(router_type::automatic_lanes(16, 0, 1000) <= 64);
     for (const std::uint64_t n : {1ULL, 16ULL, 64ULL, 100ULL, 256ULL, 512ULL, 1000ULL, 1024ULL}) {
         const std::uint32_t keys = router_type::automatic_hot_keys(n);
         CHECK(keys >= 128U);
@@ -537,7 +541,10 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
             const std::uint32_t lanes = router_type::automatic_lanes(n, 0, threads);
             INFO("partitions " << n << ", hardware threads " << threads);
             CHECK(lanes >= 2U);
-            CHECK(lanes <= std::max(2U, std::min(threads, 8U)));
+            CHECK(lanes <= std::max(8U, std::min(threads, 64U)));
+            // Only the budget takes lanes below 8.
+            CHECK((lanes >= 8U || router_type::state_bytes(n, keys, lanes + 1U) >
+                                      router_type::auto_memory_budget));
             CHECK(router_type::state_bytes(n, keys, lanes) <= router_type::auto_memory_budget);
         }
     }
@@ -662,7 +669,7 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     std::vector<std::uint64_t> routed_per_partition(16 * 3, 0);
     std::vector<std::thread> threads;
     std::atomic<int> finished{0};
-    for (int t = 0; t < 3; ++t) {  // 3 threads > 2 cores, and lanes are shared past `lanes`
+    for (int t = 0; t < 3; ++t) {  // 3 threads, more than this machine's 2 cores
         threads.emplace_back([&, t] {
             for (int i = 0; i < per_thread; ++i) {
                 const std::string key =
@@ -688,6 +695,39 @@ TEST_CASE("threads sharing one router: exact totals, cold keys never move", "[ro
     CHECK(s.routed == 3U * per_thread);
     CHECK(s.salted > 0);
     CHECK(cold_moved == std::vector<std::uint64_t>(3, 0));
+}
+
+TEST_CASE("four threads on a default router each get a lane, whatever the cores",
+          "[router][threads]") {
+    // A thread past the lanes shares the overflow lane, which sends every event home: with lanes
+    // sized by cores (2 here), two of four threads would put their share of "hot" (half of all
+    // events) on its home partition, about 4.5 times the mean of 16. Lanes are sized for routing
+    // threads instead. Two windows of 800k events; the second is judged.
+    keyroute::salting_router<> router(router_config(16));
+    CHECK(router.config().lanes >= 4U);
+    constexpr int threads = 4;
+    constexpr int per_thread = 200000;
+    std::vector<std::uint64_t> load(16 * threads, 0);
+    for (int w = 0; w < 2; ++w) {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+            pool.emplace_back([&, t, w] {
+                for (int i = 0; i < per_thread; ++i) {
+                    const std::string key =
+                        i % 2 == 0 ? "hot" : "c" + std::to_string((i * 7 + t) % 4000);
+                    const auto p = router.route(key, at(60000 * w + i / 4));
+                    if (w == 1) ++load[static_cast<std::size_t>(t) * 16 + p];
+                }
+            });
+        }
+        for (auto& th : pool) th.join();
+    }
+    std::vector<std::uint64_t> total(16, 0);
+    for (std::size_t i = 0; i < load.size(); ++i) total[i % 16] += load[i];
+    const double mean = static_cast<double>(threads) * per_thread / 16.0;
+    const auto busiest = static_cast<double>(*std::max_element(total.begin(), total.end()));
+    INFO("busiest partition " << busiest << ", mean " << mean);
+    CHECK(busiest < 2.0 * mean);
 }
 
 TEST_CASE("threads sharing one router find the hot key and keep cold keys home",

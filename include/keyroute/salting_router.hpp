@@ -201,9 +201,9 @@ public:
                                                                           lanes);
     }
 
-    /// The lanes automatic mode takes on a machine with `hardware_threads` threads: that many,
-    /// at least 2 and at most 8, and no more than keep state_bytes() within auto_memory_budget
-    /// (with max_hot_keys 0, as automatic_hot_keys() sizes it for 2 lanes).
+    /// The lanes automatic mode takes on a machine with `hardware_threads` threads: 8, or that
+    /// many if more, at most 64; fewer only to keep state_bytes() within auto_memory_budget (with
+    /// max_hot_keys 0, as automatic_hot_keys() sizes it for 2 lanes), and at least 2.
     [[nodiscard]] static auto automatic_lanes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                               unsigned hardware_threads) noexcept -> std::uint32_t {
         return detail::router_sizing<sizeof(salting_router)>::automatic_lanes(
