@@ -596,6 +596,23 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
     for (const auto& [key, p] : moved_to)
         REQUIRE(failover.decide(key, at(4000)).partition == 3U);  // back home
 
+    // A hot key's events that go home fail over too while its home is down: those before it
+    // proves itself in a window, and the stamped ones that close or open a spread stretch.
+    keyroute::salting_router<> hot_failover(c);
+    const std::uint32_t hot_home = base.route("hot");
+    std::size_t home_while_down = 0;
+    std::size_t stamped_home_events = 0;
+    for (int i = 0; i < 200000; ++i) {
+        if (i == 30000) hot_failover.set_available(hot_home, false);
+        const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string(i % 500);
+        const auto d = hot_failover.decide(key, at(i));
+        if (i < 30000) continue;
+        if (d.partition == hot_home) ++home_while_down;
+        if (key == "hot" && d.stamp && !d.salted) ++stamped_home_events;
+    }
+    CHECK(stamped_home_events > 0);  // windows changed while home was down
+    CHECK(home_while_down == 0);
+
     // Another producer, with its own random secret (seed 0), and another producer id: the same
     // failover partition for every key (a score from the router's secret-keyed hash would agree
     // on about 17% of them).

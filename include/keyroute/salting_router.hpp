@@ -399,7 +399,10 @@ private:
         }
         d.salted = sq.spread;
         if (d.salted) detail::bump(ln.salted, std::uint64_t{1}, false);
-        if (d.stamp.episode == 0 && m_avail.any_down()) d.partition = failover(hk.home, key);
+        // Events bound home (unstamped, or the stamped ones that open or close a stretch) fail
+        // over as a cold key's do, all to one partition per key: rule 2 orders them there as at
+        // home. A plan never picks a partition that is down.
+        if (d.partition == hk.home && m_avail.any_down()) d.partition = failover(hk.home, key);
         detail::bump_saturating(ln.tracked[d.partition], false);
         return d;
     }

@@ -58,11 +58,12 @@ struct salting_config {
     /// replays a trace exactly on one thread); 0 = a random seed drawn at construction (never 0;
     /// config() reports it).
     std::uint64_t seed = 0;
-    /// Send cold keys whose home partition is unavailable to another available partition
-    /// (rendezvous hashing among the available ones, on the key's XXH3 hash with seed 0, so that
-    /// every producer picks the same one); they come back when it returns. This gives up the
-    /// order of those keys' unstamped events across the change, which no resequencer can
-    /// restore. Off, a key's events wait for its home, held by the client.
+    /// Send events bound for an unavailable home partition (cold keys', and a hot key's that go
+    /// home: before it proves itself, and the stamped ones that close or open a spread stretch)
+    /// to another available partition (rendezvous hashing among the available ones, on the key's
+    /// XXH3 hash with seed 0, so that every producer picks the same one); they come back when it
+    /// returns. This gives up the order of those keys' home-bound events across the change,
+    /// which no resequencer can restore. Off, they wait for their home, held by the client.
     bool failover_cold_keys = false;
 };
 
