@@ -745,6 +745,21 @@ TEST_CASE("four threads on a default router each get a lane, whatever the cores"
     const auto busiest = static_cast<double>(*std::max_element(total.begin(), total.end()));
     INFO("busiest partition " << busiest << ", mean " << mean);
     CHECK(busiest < 2.0 * mean);
+    CHECK(router.stats().overflow == 0);
+    // With 2 lanes, two of four threads alive at once share the overflow lane, and stats() says so.
+    keyroute::salting_router<> two(router_config(16, 0, 2));
+    std::atomic<int> started{0};
+    std::vector<std::thread> four;
+    for (int t = 0; t < threads; ++t) {
+        four.emplace_back([&] {
+            (void)two.route("k", at(0));
+            started.fetch_add(1);
+            while (started.load() < threads) std::this_thread::yield();
+            for (int i = 0; i < 1000; ++i) (void)two.route("k" + std::to_string(i), at(i));
+        });
+    }
+    for (auto& th : four) th.join();
+    CHECK(two.stats().overflow == 2U * 1001U);
 }
 
 TEST_CASE("threads that come and go take the lanes of threads that exited", "[router][threads]") {

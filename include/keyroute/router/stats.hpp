@@ -35,6 +35,9 @@ struct salting_stats {
     std::uint64_t stamped = 0;    ///< of which carried a stamp
     std::uint64_t admissions_refused = 0;  ///< keys not tracked: their probe group was full
     std::uint64_t sketch_skipped = 0;      ///< untracked events the admission sampler did not draw
+    /// of `routed`, through the overflow lane (threads beyond salting_config::lanes): sent home,
+    /// never spread. Above 0, give the router more lanes.
+    std::uint64_t overflow = 0;
     std::vector<std::uint64_t> partition_load;  ///< events per partition, current window
     std::vector<hot_key_info> hot_keys;         ///< tracked keys, most events first
     std::size_t memory_bytes = 0;               ///< state allocated at construction
@@ -53,8 +56,10 @@ inline void gather_stats(salting_stats& s, const lane_registry& lanes, const key
         const lane& ln = lanes.at(i);
         // An exclusive lane adds a window's events to `routed` when it leaves the window; the
         // overflow lane counts every event in it.
-        s.routed +=
+        const std::uint64_t routed =
             ln.routed.load(std::memory_order_relaxed) + (ln.shared ? 0U : ln.routed_in_window());
+        s.routed += routed;
+        if (ln.shared) s.overflow += routed;
         const std::uint64_t salted = ln.salted.load(std::memory_order_relaxed);
         s.salted += salted;
         s.stamped += salted + ln.stamped_home.load(std::memory_order_relaxed);
