@@ -762,29 +762,6 @@ TEST_CASE("four threads on a default router each get a lane, whatever the cores"
     CHECK(two.stats().overflow == 2U * 1001U);
 }
 
-TEST_CASE("threads that come and go take the lanes of threads that exited", "[router][threads]") {
-    // Two lanes, and ten threads one after another (a pool that replaces its threads). A thread
-    // past the lanes would share the overflow lane and send "hot" home only; a thread that exits
-    // gives its lane back, so each of the ten spreads it. Window 0 makes "hot" hot.
-    keyroute::salting_router<> router(router_config(16, 0, 2));
-    std::vector<std::set<std::uint32_t>> spread(10);
-    for (std::size_t t = 0; t < spread.size(); ++t) {
-        std::thread([&, t] {
-            const auto w = static_cast<std::int64_t>(t == 0 ? 0 : 1);
-            for (int i = 0; i < 100000; ++i) {
-                const std::string key = i % 2 == 0 ? "hot" : "c" + std::to_string(i % 3000);
-                const auto p =
-                    router.route(key, at(60000 * w + static_cast<std::int64_t>(t) * 5000 + i / 40));
-                if (key == "hot" && w == 1) spread[t].insert(p);
-            }
-        }).join();
-    }
-    for (std::size_t t = 1; t < spread.size(); ++t) {
-        INFO("thread " << t);
-        CHECK(spread[t].size() > 1);
-    }
-}
-
 TEST_CASE("threads sharing one router find the hot key and keep cold keys home",
           "[router][threads]") {
     // Two windows of 1M events: "hot" has 10%, the rest spread over 50k cold keys (about 18

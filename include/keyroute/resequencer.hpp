@@ -12,7 +12,9 @@
 ///   before the lane's next unstamped event of the key (the salting router keeps this but for a
 ///   lane that routes none of the key's events in the window it cools: see its file comment);
 /// - unstamped events of a key go to its home partition only (the salting router's
-///   `failover_cold_keys` breaks this while a home partition is down);
+///   `failover_cold_keys` sends them, and the stamped ones bound home, to one failover partition
+///   per key while the home partition is down: the two points above hold there instead, but not
+///   across the change);
 /// - the consumer hands the resequencer each partition's events in partition order.
 ///
 /// What it guarantees (the *ordering rules*), for events pushed and not reported as duplicates:

@@ -45,11 +45,10 @@ struct salting_config {
     /// partitions). In [0, 4096]. config() reports the value in force.
     std::uint32_t max_hot_keys = 0;
     /// Lanes: threads that route through this router without sharing counters; more threads
-    /// share one overflow lane, which sends every event home. A thread keeps its lane until it
-    /// exits, then the next new thread takes it: size this to the threads that route at once
-    /// (one that used more than four routers may keep its lanes in the others). 0 = automatic: 8,
-    /// or the hardware threads if more (at most 64), fewer only to keep the state within 256 KiB,
-    /// at least 2. At most 256. salting_router::state_bytes() sizes a configuration.
+    /// share one overflow lane, which sends every event home. A thread keeps its lane for the
+    /// router's life: size this to the threads that will ever route. 0 = automatic: 8, or the
+    /// hardware threads if more (at most 64), fewer only to keep the state within 256 KiB, at
+    /// least 2. At most 256. salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction (never 0;
     /// salting_router::config() reports it).

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -72,6 +71,7 @@ struct alignas(64) lane {
     std::atomic<std::uint32_t>* cold = nullptr;     // [partition]
     std::atomic<std::uint32_t>* tracked = nullptr;  // [partition]
     lane_slot* slots = nullptr;                     // [slot]
+    std::atomic<std::uintptr_t> owner{0};  // the claiming thread's lane cache address, 0: none
     // Written by the lane's thread, read by the planner and stats().
     alignas(64) std::atomic<std::int64_t> window{no_window};
     // Events in `window`: `events` up to the current batch of `batch` events, of which
@@ -162,43 +162,16 @@ struct alignas(64) lane {
     }
 };
 
-/// Who holds each exclusive lane of a router: 0 never claimed, `released` given back by a thread
-/// that exited, else the address of the holding thread's lane_cache. Shared with the caches that
-/// name it, so that a thread exiting after its router is gone writes nothing.
-using lane_owners = std::shared_ptr<std::atomic<std::uintptr_t>[]>;
-inline constexpr std::uintptr_t released = 1;  // no lane_cache has an odd address
-
 /// The per-thread cache that maps a router instance to the lane its thread claimed in it. It
 /// holds lane numbers only; a router it forgot (a thread that uses more than four routers) finds
-/// the thread's lane again by the cache's address (lane_registry::claim). When the thread exits,
-/// it gives back the exclusive lanes it still names, so that threads which come and go (a pool
-/// that replaces its threads) do not use up a router's lanes.
+/// the thread's lane again by the cache's address (lane_registry::claim).
 struct lane_cache {
     struct entry {
         std::uint64_t router_uid = 0;
         std::uint32_t lane = 0;
     };
     std::array<entry, 4> entries{};
-    std::array<std::weak_ptr<std::atomic<std::uintptr_t>[]>, 4> owners {};  // of exclusive lanes
     std::uint32_t next_victim = 0;
-
-    lane_cache() = default;
-    lane_cache(const lane_cache&) = delete;
-    auto operator=(const lane_cache&) -> lane_cache& = delete;
-    lane_cache(lane_cache&&) = delete;
-    auto operator=(lane_cache&&) -> lane_cache& = delete;
-    /// The lane's counts and state go to the next thread that claims it, as if this thread had
-    /// routed on (the release makes them visible to it).
-    ~lane_cache() {
-        const auto me = reinterpret_cast<std::uintptr_t>(this);
-        for (std::size_t i = 0; i < entries.size(); ++i) {
-            if (const lane_owners held = owners[i].lock()) {
-                std::uintptr_t expected = me;
-                held[entries[i].lane].compare_exchange_strong(expected, released,
-                                                              std::memory_order_release);
-            }
-        }
-    }
 };
 
 inline auto thread_lane_cache() noexcept -> lane_cache& {
@@ -214,7 +187,6 @@ public:
         : m_exclusive(exclusive),
           m_uid(uid),
           m_lanes(std::make_unique<lane[]>(exclusive + 1U)),
-          m_owners(new std::atomic<std::uintptr_t>[exclusive + 1U]()),
           m_loads(std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{exclusive + 1U} * 2U *
                                                                  partitions)),
           m_slots(std::make_unique<lane_slot[]>(std::size_t{exclusive} * slot_count)) {
@@ -236,7 +208,7 @@ public:
     [[nodiscard]] static constexpr auto bytes(std::uint32_t exclusive, std::uint32_t partitions,
                                               std::uint32_t slot_count) noexcept -> std::size_t {
         return std::size_t{exclusive + 1U} *
-                   (sizeof(lane) + sizeof(std::atomic<std::uintptr_t>) +
+                   (sizeof(lane) +
                     2U * std::size_t{partitions} * sizeof(std::atomic<std::uint32_t>)) +
                std::size_t{exclusive} * slot_count * sizeof(lane_slot);
     }
@@ -246,8 +218,7 @@ public:
     [[nodiscard]] auto at(std::uint32_t i) const noexcept -> const lane& { return m_lanes[i]; }
 
     /// The calling thread's lane: from its cache, else the one it claimed before, else a new
-    /// exclusive one while any is left, else one an exited thread gave back, else the overflow
-    /// lane.
+    /// exclusive one while any is left, else the overflow lane.
     [[nodiscard]] auto mine() noexcept -> lane& {
         lane_cache& cache = thread_lane_cache();
         for (const auto& e : cache.entries) {
@@ -262,7 +233,7 @@ private:
         std::uint32_t index = m_exclusive;
         const std::uint32_t claimed = std::min(m_next.load(std::memory_order_relaxed), m_exclusive);
         for (std::uint32_t i = 0; i < claimed; ++i) {
-            if (m_owners[i].load(std::memory_order_relaxed) == me) {
+            if (m_lanes[i].owner.load(std::memory_order_relaxed) == me) {
                 index = i;
                 break;
             }
@@ -271,32 +242,20 @@ private:
             const std::uint32_t next = m_next.fetch_add(1, std::memory_order_relaxed);
             if (next < m_exclusive) {
                 index = next;
-                m_owners[index].store(me, std::memory_order_relaxed);
+                m_lanes[index].owner.store(me, std::memory_order_relaxed);
             } else {
                 m_next.store(m_exclusive, std::memory_order_relaxed);
-                // The acquire pairs with the exiting thread's release: its writes to the lane
-                // happen before this thread's.
-                for (std::uint32_t i = 0; i < m_exclusive && index == m_exclusive; ++i) {
-                    std::uintptr_t expected = released;
-                    if (m_owners[i].compare_exchange_strong(expected, me,
-                                                            std::memory_order_acquire)) {
-                        index = i;
-                    }
-                }
             }
         }
-        const std::uint32_t slot =
-            cache.next_victim++ % static_cast<std::uint32_t>(cache.entries.size());
-        cache.entries[slot].router_uid = m_uid;
-        cache.entries[slot].lane = index;
-        cache.owners[slot] = index < m_exclusive ? m_owners : lane_owners{};
+        auto& victim = cache.entries[cache.next_victim++ % cache.entries.size()];
+        victim.router_uid = m_uid;
+        victim.lane = index;
         return m_lanes[index];
     }
 
     std::uint32_t m_exclusive;
     std::uint64_t m_uid;
     std::unique_ptr<lane[]> m_lanes;
-    lane_owners m_owners;  // [lane]; the overflow lane's is never claimed
     std::unique_ptr<std::atomic<std::uint32_t>[]> m_loads;
     std::unique_ptr<lane_slot[]> m_slots;
     std::atomic<std::uint32_t> m_next{0};
