@@ -533,7 +533,7 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
     CHECK(router_type::automatic_lanes(64, 0, 2) == 8);
     CHECK(router_type::automatic_lanes(64, 0, 12) == 12);
     CHECK(router_type::automatic_lanes(16, 0, 1000) > 8);
-    CHECK(router_type::automatic_lanes(16, 0, 1000) <= 64);
+    CHECK(router_type::automatic_lanes(16, 0, 1000) == 16);
     for (const std::uint64_t n : {1ULL, 16ULL, 64ULL, 100ULL, 256ULL, 512ULL, 1000ULL, 1024ULL}) {
         const std::uint32_t keys = router_type::automatic_hot_keys(n);
         CHECK(keys >= 128U);
@@ -541,7 +541,7 @@ TEST_CASE("state is fixed at construction and small", "[router][memory]") {
             const std::uint32_t lanes = router_type::automatic_lanes(n, 0, threads);
             INFO("partitions " << n << ", hardware threads " << threads);
             CHECK(lanes >= 2U);
-            CHECK(lanes <= std::max(8U, std::min(threads, 64U)));
+            CHECK(lanes <= std::max(8U, std::min(threads, 16U)));
             // Only the budget takes lanes below 8.
             CHECK((lanes >= 8U || router_type::state_bytes(n, keys, lanes + 1U) >
                                       router_type::auto_memory_budget));

@@ -202,7 +202,7 @@ public:
     }
 
     /// The lanes automatic mode takes on a machine with `hardware_threads` threads: 8, or that
-    /// many if more, at most 64; fewer only to keep state_bytes() within auto_memory_budget (with
+    /// many if more, at most 16; fewer only to keep state_bytes() within auto_memory_budget (with
     /// max_hot_keys 0, as automatic_hot_keys() sizes it for 2 lanes), and at least 2.
     [[nodiscard]] static auto automatic_lanes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                               unsigned hardware_threads) noexcept -> std::uint32_t {

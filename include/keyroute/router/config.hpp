@@ -47,7 +47,7 @@ struct salting_config {
     /// Lanes: threads that route through this router without sharing counters; more threads
     /// share one overflow lane, which sends every event home. A thread keeps its lane for the
     /// router's life: size this to the threads that will ever route. 0 = automatic: 8, or the
-    /// hardware threads if more (at most 64), fewer only to keep the state within 256 KiB, at
+    /// hardware threads if more (at most 16), fewer only to keep the state within 256 KiB, at
     /// least 2. At most 256. salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
     /// Identifies this producer in stamps; 0 = a random id drawn at construction (never 0;

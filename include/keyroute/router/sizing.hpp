@@ -49,10 +49,11 @@ struct router_sizing {
 
     /// Lanes for threads that route, not for cores (producers often run more threads than the
     /// machine has cores, and a thread beyond the lanes sends every event home): 8, or the
-    /// hardware threads if more, at most 64; fewer only to keep the state within the budget
-    /// (max_hot_keys 0: as automatic_hot_keys() sizes it for 2 lanes), and at least 2.
+    /// hardware threads if more, at most 16 (each lane is summed when a key is proven); fewer only
+    /// to keep the state within the budget (max_hot_keys 0: as automatic_hot_keys() sizes it for 2
+    /// lanes), and at least 2.
     static constexpr std::uint32_t default_lanes = 8;
-    static constexpr std::uint32_t max_automatic_lanes = 64;
+    static constexpr std::uint32_t max_automatic_lanes = 16;
     [[nodiscard]] static auto automatic_lanes(std::uint64_t partitions, std::uint32_t max_hot_keys,
                                               unsigned hardware_threads) noexcept -> std::uint32_t {
         if (max_hot_keys == 0) max_hot_keys = automatic_hot_keys(partitions);
