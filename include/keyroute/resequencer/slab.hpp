@@ -3,9 +3,10 @@
 /// @file
 /// The resequencer's store of held events (and of its per-key queues): entries in chunks of
 /// 2^bits, so that an entry never moves (the lists and indexes of held events keep slot numbers
-/// and pointers into it) and a slot number finds its entry with a shift and a mask. A released slot is reused before a new
-/// one is made, the last released first (its memory was touched last). Chunks are made as the
-/// peak of held entries grows and kept until destruction: a steady workload allocates nothing.
+/// and pointers into it) and a slot number finds its entry with a shift and a mask. A released slot
+/// is reused before a new one is made, the last released first (its memory was touched last).
+/// Chunks are made as the peak of held entries grows and kept until destruction: a steady workload
+/// allocates nothing.
 ///
 /// Each slot also has a 64-bit tag, stored apart from the entries (8 bytes a slot), so that a
 /// check of a slot's tag loads no entry: the resequencer keeps there the serial of the event a
