@@ -1411,9 +1411,10 @@ private:
 
     // Delivers the held event (slot, serial) now, after what it waits for.
     void force(std::uint32_t slot, std::uint64_t serial, gap_reason why) {
+        // Nothing is held meanwhile, so the slab does not grow during the walks.
+        if (m_visits.size() < m_slab.made()) m_visits.resize(m_slab.made(), 0);
         while (is_pending(slot, serial)) {
             const std::uint64_t walk = ++m_walk;
-            if (m_visits.size() < m_slab.made()) m_visits.resize(m_slab.made(), 0);
             std::uint32_t y = slot;
             for (;;) {
                 m_visits[y] = walk;
