@@ -229,3 +229,39 @@ TEST_CASE("an overflow thread paused at a window change loses none of the total"
     CHECK(s.stamped == 0);
     CHECK(s.salted == 0);
 }
+
+TEST_CASE("a run on a partition that went down leaves it while the next plan is being written",
+          "[interleavings][router]") {
+    router_type router(config(3));
+    // This thread spreads the key until an event of it goes off home: a run is open there.
+    std::vector<routed> events;
+    constexpr std::uint32_t none = 0xffffffffU;
+    std::uint32_t run = none;
+    for (int i = 0; i < 400 && run == none; ++i) {
+        const auto d = router.decide("hot", at_window(5));
+        events.push_back({i, d});
+        if (d.stamp && d.partition != d.home) run = d.partition;
+    }
+    REQUIRE(run != none);
+    router.set_available(run, false);
+    // Another thread's check finds a plan due (availability changed) and pauses with the new
+    // plan written, the key's pieces in it, not yet published: a lane's read of them is busy.
+    paused_thread planning("plan_written", [&] {
+        interleave::armed = true;
+        for (int i = 0; i < 400; ++i) (void)router.decide("cold-" + std::to_string(i), at_window(5));
+        interleave::armed = false;
+    });
+    REQUIRE(planning.paused());
+    for (int i = 0; i < 200; ++i) {
+        const auto d = router.decide("hot", at_window(5));
+        CHECK(d.partition != run);
+        events.push_back({static_cast<int>(events.size()), d});
+    }
+    planning.finish();
+    for (const bool home_first : {true, false}) {
+        const delivered got = deliver("hot", events, home_first);
+        CHECK(got.gaps == 0);
+        REQUIRE(got.ids.size() == events.size());
+        for (std::size_t i = 0; i < got.ids.size(); ++i) CHECK(got.ids[i] == static_cast<int>(i));
+    }
+}

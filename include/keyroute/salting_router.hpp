@@ -488,7 +488,9 @@ private:
             partition = p;
             return true;
         case detail::plan_store::outcome::busy:
-            if (!ls.seq.open()) return false;
+            // The run goes on while the plan is replaced, unless its partition went down: then
+            // the stretch closes (home, or home's failover), as when the plan has no pieces.
+            if (!ls.seq.open() || (any_down && m_avail.down(ls.run_partition))) break;
             partition = ls.run_partition;
             return true;
         case detail::plan_store::outcome::none: break;
@@ -554,7 +556,8 @@ private:
             ln.latest.store(ticks, std::memory_order_relaxed);
         const std::int64_t w = ln.bounds.index;
         if (m_planner.due(w, m_lanes, m_avail)) {
-            m_planner.run(w, m_lanes, m_table, m_plans, m_clock, m_avail);
+            m_planner.run(w, m_lanes, m_table, m_plans, m_clock, m_avail,
+                          [] { Traits::point("plan_written"); });
         }
     }
 

@@ -125,9 +125,18 @@ public:
         return since >= gap || (m_request.load(std::memory_order_relaxed) && since >= gap / 8U);
     }
 
+    /// Does nothing: run()'s default `before_publish`.
+    struct no_hook {
+        void operator()() const noexcept {}
+    };
+
     /// Runs one plan for window w, unless another thread is running one (then returns at once).
+    /// `before_publish` is called with the new plan written and not yet published (a test seam:
+    /// the router passes its Traits::point).
+    template <class Hook = no_hook>
     void run(std::int64_t w, lane_registry& lanes, key_table& table, plan_store& plans,
-             const window_clock& clock, const availability& avail) noexcept {
+             const window_clock& clock, const availability& avail,
+             const Hook& before_publish = Hook{}) noexcept {
         if (m_busy.exchange(true, std::memory_order_acquire)) return;
         if (w >= m_window) {  // never plan a window the router has left
             m_seen_changes.store(avail.changes(), std::memory_order_relaxed);
@@ -137,7 +146,7 @@ public:
             const std::int64_t latest = measure(w, lanes, table);
             estimate(clock.position(latest, w));
             make_room(w, table);
-            place(w, table, plans, avail);
+            place(w, table, plans, avail, before_publish);
             table.rebuild_filter();
             publish(w);
         }
@@ -359,8 +368,9 @@ private:
     }
 
     /// Rooms, demands, the fill, and the plan written.
-    void place(std::int64_t w, key_table& table, plan_store& plans,
-               const availability& avail) noexcept {
+    template <class Hook>
+    void place(std::int64_t w, key_table& table, plan_store& plans, const availability& avail,
+               const Hook& before_publish) noexcept {
         const double level = (1.0 + headroom) * m_end / m_c.partitions;
         for (std::uint32_t p = 0; p < m_c.partitions; ++p) {
             m_room[p] = avail.down(p) ? -1.0
@@ -427,6 +437,7 @@ private:
         for (std::uint32_t s = 0; s < m_c.slots; ++s) {
             if (!m_placed[s]) plans.assign(s, 0, 0);
         }
+        before_publish();
         plans.publish(at);
     }
 
