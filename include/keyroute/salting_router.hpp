@@ -490,7 +490,7 @@ private:
         case detail::plan_store::outcome::busy:
             // The run goes on while the plan is replaced, unless its partition went down: then
             // the stretch closes (home, or home's failover), as when the plan has no pieces.
-            if (!ls.seq.open() || (any_down && m_avail.down(ls.run_partition))) break;
+            if (!ls.seq.open() || m_avail.down(ls.run_partition)) break;
             partition = ls.run_partition;
             return true;
         case detail::plan_store::outcome::none: break;
