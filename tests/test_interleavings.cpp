@@ -248,7 +248,8 @@ TEST_CASE("a run on a partition that went down leaves it while the next plan is 
     // plan written, the key's pieces in it, not yet published: a lane's read of them is busy.
     paused_thread planning("plan_written", [&] {
         interleave::armed = true;
-        for (int i = 0; i < 400; ++i) (void)router.decide("cold-" + std::to_string(i), at_window(5));
+        for (int i = 0; i < 400; ++i)
+            (void)router.decide("cold-" + std::to_string(i), at_window(5));
         interleave::armed = false;
     });
     REQUIRE(planning.paused());

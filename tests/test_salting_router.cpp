@@ -5,6 +5,7 @@
 #include "router_config.hpp"
 
 #include <keyroute/partitioner.hpp>
+#include <keyroute/resequencer.hpp>
 #include <keyroute/salting_router.hpp>
 
 #include <algorithm>
@@ -870,4 +871,140 @@ TEST_CASE("route() reads the system clock through the coarse clock, on the same 
     // The coarse clock lags by at most a scheduler tick; a second is far more than enough.
     CHECK(cheap >= before - std::chrono::seconds(1));
     CHECK(cheap <= after + std::chrono::seconds(1));
+}
+
+TEST_CASE("a key that proves itself again starts a new run, and its open stretch keeps its slot",
+          "[router][ordering]") {
+    // A lane's run outlives the stretch it was in; when the key proved itself windows later, the
+    // lane resumed that run although no plan spread the key, and the slot, whose last plan was
+    // old, went to a newcomer while the stretch was open: the lane's next event of the key came
+    // unstamped and home, ahead of the episode's events elsewhere.
+    keyroute::salting_config c;
+    c.partitions = 16;
+    c.threshold = 16;
+    c.lanes = 1;
+    c.max_hot_keys = 8;  // 16 slots: two probe groups of 8
+    c.seed = 11;
+    c.producer_id = 5;
+    keyroute::salting_router<> router(c);
+    const keyroute::hash_partitioner<> base(16);
+    // A key's probe group, as salting_router::hash_key and key_table::group_of compute it.
+    const std::uint64_t secret = keyroute::detail::mix64(c.seed ^ 0x243f6a8885a308d3ULL);
+    const std::uint64_t secret_out = keyroute::detail::mix64(secret) | 1U;
+    const auto group_of = [&](const std::string& k) {
+        const std::uint64_t fp =
+            keyroute::detail::mul_fold64(base.hash(k) ^ secret, secret_out) | 1U;
+        return static_cast<std::uint32_t>(fp >> 8U) & 8U;
+    };
+    const std::string hot = "K1";
+    std::vector<std::string> mates;  // 7 keys of K1's group, then a newcomer
+    std::vector<std::string> cold;   // keys of the other group
+    for (int i = 0; mates.size() < 8 || cold.size() < 2000; ++i) {
+        const std::string k = "k" + std::to_string(i);
+        if (group_of(k) == group_of(hot)) {
+            if (mates.size() < 8) mates.push_back(k);
+        } else if (cold.size() < 2000) {
+            cold.push_back(k);
+        }
+    }
+    const std::string newcomer = mates.back();
+    mates.pop_back();
+    const auto when = [](std::int64_t window, std::int64_t ms) { return at(window * 60000 + ms); };
+    std::vector<keyroute::route_decision> events;  // K1's, in routing order
+    std::size_t next_cold = 0;
+    const auto route_cold = [&](std::int64_t w, std::int64_t ms) {
+        (void)router.decide(cold[next_cold++ % cold.size()], when(w, ms));
+    };
+    const auto route_hot = [&](std::int64_t w, std::int64_t ms) {
+        events.push_back(router.decide(hot, when(w, ms)));
+        return events.back();
+    };
+    // Window 5: K1 is admitted and spread; stop right after the first event of a run off home.
+    (void)route_hot(5, 0);
+    (void)route_hot(5, 0);
+    std::uint32_t previous = 0xffffffffU;
+    bool stopped = false;
+    for (int i = 0; i < 20000 && !stopped; ++i) {
+        if (i % 2 == 0) {
+            route_cold(5, i * 2);
+            continue;
+        }
+        const auto d = route_hot(5, i * 2);
+        stopped = i > 4000 && d.stamp && d.partition != d.home && d.partition != previous;
+        previous = d.partition;
+    }
+    REQUIRE(stopped);
+    // Window 6: one event of K1 closes its stretch; window 7: its group mates count.
+    (void)route_hot(6, 0);
+    for (int i = 0; i < 20000; ++i) route_cold(6, i * 3);
+    for (int i = 0; i < 20000; ++i) {
+        if (i < 7 * 200) {
+            (void)router.decide(mates[static_cast<std::size_t>(i / 2) % 7], when(7, i));
+        } else {
+            route_cold(7, i * 3);
+        }
+    }
+    // Window 8: K1 proves itself again, then a newcomer of its group is drawn twice.
+    for (int i = 0; i < 3000; ++i) {
+        if (i % 10 == 0) {
+            (void)router.decide(mates[static_cast<std::size_t>(i / 10) % 7], when(8, i));
+        } else {
+            route_cold(8, i);
+        }
+    }
+    for (int i = 0; i < 19; ++i) (void)route_hot(8, 3000 + i);
+    const std::uint64_t refused = router.stats().admissions_refused;
+    (void)router.decide(newcomer, when(8, 3100));
+    (void)router.decide(newcomer, when(8, 3101));
+    // The group is full of keys that count or have a stretch open: the newcomer is refused.
+    CHECK(router.stats().admissions_refused > refused);
+    for (int i = 0; i < 3; ++i) (void)route_hot(8, 3200 + i);
+    // Read K1's home first, then last: the same order either way, nothing missing.
+    const std::uint32_t home = events.front().home;
+    for (const bool home_first : {true, false}) {
+        std::vector<int> got;
+        std::size_t gaps = 0;
+        keyroute::resequencer<int> consumer(
+            keyroute::resequencer_config{},
+            [&](keyroute::delivery<int>&& d) { got.push_back(d.event); },
+            [&](const keyroute::gap_report&) { ++gaps; });
+        std::vector<std::uint32_t> order;
+        if (home_first) order.push_back(home);
+        for (std::uint32_t p = 0; p < 16; ++p) {
+            if (p != home) order.push_back(p);
+        }
+        if (!home_first) order.push_back(home);
+        for (const std::uint32_t p : order) {
+            for (std::size_t i = 0; i < events.size(); ++i) {
+                if (events[i].partition != p) continue;
+                (void)consumer.push(hot, events[i].stamp, static_cast<int>(i),
+                                    keyroute::origin{p, -1}, std::chrono::milliseconds(0));
+            }
+        }
+        consumer.flush();
+        CHECK(gaps == 0);
+        REQUIRE(got.size() == events.size());
+        std::size_t out_of_order = 0;
+        for (std::size_t i = 0; i < got.size(); ++i)
+            out_of_order += got[i] != static_cast<int>(i) ? 1U : 0U;
+        CHECK(out_of_order == 0);
+    }
+}
+
+TEST_CASE("an empty key routes like any other key, admitted or not", "[router][bad-input]") {
+    keyroute::salting_config c;
+    c.partitions = 8;
+    c.threshold = 16;
+    c.lanes = 1;
+    keyroute::salting_router<> router(c);
+    const keyroute::hash_partitioner<> base(8);
+    std::size_t home = 0;
+    for (int i = 0; i < 2000; ++i) {
+        const auto d = router.decide(std::string_view{}, at(60000 + i));
+        home += d.partition == base.route(std::string_view{}) ? 1U : 0U;
+    }
+    CHECK(home < 2000);  // tracked, proven and spread: a null string_view is a key like ""
+    bool tracked = false;
+    for (const auto& k : router.stats().hot_keys) tracked |= k.key.empty();
+    CHECK(tracked);
 }

@@ -10,7 +10,8 @@
 /// - an episode's first stamped events go to the key's home partition, after the key's earlier
 ///   unstamped events there; when the key cools, at least one stamped event goes home again
 ///   before the lane's next unstamped event of the key (the salting router keeps this but for a
-///   lane that routes none of the key's events in the window it cools: see its file comment);
+///   lane whose key's slot went to another key about a window after the lane last spread it:
+///   docs/router.md, "Stamps");
 /// - unstamped events of a key go to its home partition only (the salting router's
 ///   `failover_cold_keys` sends them, and the stamped ones bound home, to one failover partition
 ///   per key while the home partition is down: the two points above hold there instead, but not

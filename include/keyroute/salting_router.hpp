@@ -383,6 +383,8 @@ private:
             spread = place(ln, ls, slot, d.partition);
             if (!spread && pr == proof::now)
                 spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);
+        } else {
+            ls.run_left = 0;  // a run ends with its key's proof: a later one is picked afresh
         }
         // A stretch opens at the first event placed off home: until then the key's events are
         // all home, in the partition's order, like a cold key's, and need no stamp.
@@ -393,6 +395,9 @@ private:
             if (!stretch_changed(e, ls, incarnation, sq)) return untracked(ln, hk, key);
         }
         if (sq.must_go_home) d.partition = hk.home;
+        // Marked at each run's first event (every run passes here): a run carried into the next
+        // window by tracked()'s fast path is at most run_length events.
+        if (sq.spread) detail::key_table::note_active(e, w);
         if (sq.episode != 0) {
             d.stamp = stamp{m_config.producer_id, ln.index, sq.episode, sq.sequence, sq.spread};
             if (!sq.spread) detail::bump(ln.stamped_home, std::uint64_t{1}, false);

@@ -46,11 +46,10 @@ struct stamp {
     std::uint16_t lane = 0;      ///< producer lane (one per routing thread) within the router
     std::uint64_t episode = 0;   ///< >= 1 for a real stamp; unique per (producer, lane)
     /// 0, 1, 2, ... within the episode, without gaps; 2^64-1 would be the episode's last (the
-    /// resequencer then treats the episode as finished). The router counts a lane's sequence in
-    /// 40 bits: a lane's last number in an episode is 2^40 - 2 (after 12.7 days of a million
-    /// events a second of that key on that lane), that event goes home, and the lane's later
-    /// events of the episode go home unstamped (never wrapping to 0, which a resequencer would
-    /// take for duplicates).
+    /// resequencer then treats the episode as finished). The salting router writes at most
+    /// 2^32 - 2 in an episode (71 minutes of a million events a second of one key on one lane):
+    /// that event goes home and ends the episode, and the lane's next spread event opens a new
+    /// one (a sequence never wraps to 0, which a resequencer would take for a duplicate).
     std::uint64_t sequence = 0;
     bool salted = false;  ///< the key was being spread when this event was routed
 

@@ -14,8 +14,10 @@
 /// Invariants: a slot's fingerprint is published (release) after its other fields. A slot is
 /// given to another key only when no lane has a spread stretch of its key open (each lane closes
 /// its stretch, with a stamped event home, the next time it routes the key unspread), or when
-/// the key was last spread two windows ago or more (a lane that has not routed it since then
-/// sends it home unstamped a whole window after its last stamped event).
+/// neither a plan nor a lane spread the key in this window or the last (a lane that has not
+/// routed it spread since then sends it home unstamped about a whole window after its last
+/// stamped event; a lane marks the window of each run it starts, since a run may outlast its
+/// plan, and a run carried into the next window is at most a run's length).
 /// The filter may hold stale bits (a false positive costs a probe) and may briefly miss a key
 /// admitted while it is rebuilt (its events go home unstamped until a draw finds it again); it
 /// never misses a key that was spread, since such a key was admitted before the rebuild read it.
@@ -48,6 +50,7 @@ public:
         std::atomic<std::uint32_t> order{0};     // the key's own order of partitions (water_fill)
         std::atomic<std::uint32_t> proven{0};    // window tag: its count passed the threshold
         std::atomic<std::uint32_t> spread{0};    // window tag: a plan placed it off home
+        std::atomic<std::uint32_t> active{0};    // window tag: a lane started a run of it (latest)
         std::atomic<std::uint32_t> admitted{0};  // the planner's plan count at admission
         std::atomic<std::uint32_t> volume{0};    // its events in window `volume_window`
         std::atomic<std::uint32_t> volume_window{0};
@@ -147,6 +150,7 @@ public:
         e.order.store(order, std::memory_order_relaxed);
         e.proven.store(window_tag(w - 2), std::memory_order_relaxed);
         e.spread.store(window_tag(w - 2), std::memory_order_relaxed);
+        e.active.store(window_tag(w - 2), std::memory_order_relaxed);
         e.admitted.store(plan, std::memory_order_relaxed);
         e.retired.store(window_tag(w - 2), std::memory_order_relaxed);
         e.volume.store(0, std::memory_order_relaxed);
@@ -207,6 +211,15 @@ public:
     }
     [[nodiscard]] static auto spread_in(const entry& e, std::int64_t w) noexcept -> bool {
         return e.spread.load(std::memory_order_relaxed) == window_tag(w);
+    }
+    /// A lane routes the key spread in window w (a run's first event): the slot's `active` tag
+    /// moves up to w (never back, for a lane still in an older window); a store only when the
+    /// window changes.
+    static void note_active(entry& e, std::int64_t w) noexcept {
+        const std::uint32_t tag = window_tag(w);
+        const std::uint32_t seen = e.active.load(std::memory_order_relaxed);
+        if (static_cast<std::int32_t>(tag - seen) > 0)
+            e.active.store(tag, std::memory_order_relaxed);
     }
     /// A key's volume in window w as the planner last estimated it, or in w - 1 before w's
     /// first estimate (so a key does not look empty at each window's start); 0 if neither.
@@ -271,25 +284,31 @@ private:
     }
 
     /// Evictable: measured by at least one whole plan since its admission (so a new candidate
-    /// is not pushed out before it is counted), and with no stretch open or last spread two
-    /// windows ago or more (the file comment).
+    /// is not pushed out before it is counted), and with no stretch open or none spread in this
+    /// window or the last (the file comment).
     [[nodiscard]] static auto evictable(const entry& e, std::int64_t w, std::uint32_t plan) noexcept
         -> bool {
         if (plan - e.admitted.load(std::memory_order_relaxed) < 2U) return false;
-        const std::uint32_t spread = e.spread.load(std::memory_order_relaxed);
-        return (e.open.load(std::memory_order_relaxed) & 0xffffffffU) == 0 ||
-               (spread != window_tag(w) && spread != window_tag(w - 1));
+        return (e.open.load(std::memory_order_relaxed) & 0xffffffffU) == 0 || stale(e, w);
+    }
+
+    /// Neither a plan nor a lane spread the key in window w or w - 1.
+    [[nodiscard]] static auto stale(const entry& e, std::int64_t w) noexcept -> bool {
+        const auto recent = [w](std::uint32_t tag) {
+            return tag == window_tag(w) || tag == window_tag(w - 1);
+        };
+        return !recent(e.spread.load(std::memory_order_relaxed)) &&
+               !recent(e.active.load(std::memory_order_relaxed));
     }
 
     /// The slot's new incarnation, taken only if no lane opened a stretch since evictable() (a
     /// lane opens one with a compare-exchange on the same word).
     static auto hand_over(entry& e, std::uint32_t old, std::int64_t w) noexcept -> bool {
         std::uint64_t v = e.open.load(std::memory_order_relaxed);
-        const std::uint32_t spread = e.spread.load(std::memory_order_relaxed);
-        const bool stale = spread != window_tag(w) && spread != window_tag(w - 1);
+        const bool is_stale = stale(e, w);
         const std::uint64_t next = std::uint64_t{old + 1U} << 32U;
         do {
-            if ((v >> 32U) != old || ((v & 0xffffffffU) != 0 && !stale)) return false;
+            if ((v >> 32U) != old || ((v & 0xffffffffU) != 0 && !is_stale)) return false;
         } while (!e.open.compare_exchange_weak(v, next, std::memory_order_acq_rel));
         e.incarnation.store(old + 1U, std::memory_order_release);
         return true;
@@ -320,7 +339,7 @@ private:
     }
     static void store_prefix(entry& e, std::string_view key) noexcept {
         char buf[prefix_bytes] = {};
-        std::memcpy(buf, key.data(), std::min(key.size(), prefix_bytes));
+        if (!key.empty()) std::memcpy(buf, key.data(), std::min(key.size(), prefix_bytes));
         for (std::size_t k = 0; k < prefix_bytes / 4; ++k) {
             std::uint32_t word = 0;
             std::memcpy(&word, buf + 4 * k, 4);

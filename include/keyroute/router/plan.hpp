@@ -101,7 +101,8 @@ public:
         const std::uint64_t d = m_desc[slot].load(std::memory_order_acquire);
         const std::uint64_t id = d >> 44U;
         if (id != (k & id_mask) || k == 0) {
-            return (v1 & 1U) != 0 && id == ((k + 1U) & id_mask) ? outcome::busy : outcome::none;
+            // Rewritten for the plan being written (begun before or after v1 was read): busy.
+            return id == ((k + 1U) & id_mask) ? outcome::busy : outcome::none;
         }
         const auto first = static_cast<std::uint32_t>((d >> 22U) & max_pieces);
         const auto count = static_cast<std::uint32_t>(d & max_pieces);
