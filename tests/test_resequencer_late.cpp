@@ -3,12 +3,14 @@
 // delivers every event pushed once, and answers `duplicate` only for an event taken before.
 #include "keyroute_catch.hpp"
 
+#include <keyroute/kafka/checkpoint.hpp>
 #include <keyroute/resequencer.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -240,8 +242,19 @@ TEST_CASE("a checkpoint carries the forgotten history: late events after restore
     for (const bool old_format : {false, true}) {
         INFO("old format " << old_format);
         keyroute::resequencer_checkpoint restored = cp;
-        // A checkpoint written before forgotten_below existed: its 256 ranges are all it kept.
-        if (old_format) restored.episodes[0].forgotten_below = 0;
+        if (old_format) {
+            // As a version-1 consumer checkpoint holds it (written before forgotten_below
+            // existed): its 256 ranges are all it kept, and its decoder says so.
+            keyroute::kafka::consumer_checkpoint wrapped{"t", 3, cp};
+            std::string text = keyroute::kafka::encode_checkpoint(wrapped);
+            const std::string v2 = "keyroute-consumer-checkpoint-2";
+            REQUIRE(text.rfind(v2, 0) == 0);
+            text.replace(0, v2.size(), "keyroute-consumer-checkpoint-1");
+            const std::size_t end = text.rfind("\nend\n");
+            text.erase(text.rfind(' ', end), end - text.rfind(' ', end));  // its forgotten_below
+            restored = keyroute::kafka::decode_checkpoint(text).state;
+            CHECK(restored.episodes[0].forgotten_below > 0);
+        }
         harness b(config(1, ms(5000)));
         b.r.restore(restored);
         // The replay from the committable offsets: 599 was held, the rest was delivered.
@@ -276,4 +289,54 @@ TEST_CASE("release_early never gives up the sequence of the event being pushed",
     for (const seen& s : h.out) CHECK(s.order == delivery_order::in_order);
     CHECK(h.gaps.size() == 1);  // 0 alone
     CHECK(h.r.held_events() == 0);
+}
+
+TEST_CASE("a checkpoint of exactly 256 given-up ranges forgot nothing below them",
+          "[ordering][resequencer]") {
+    // 0 delivered, then 2, 4, ..., 512 each given up the sequence below it: 256 ranges, the most
+    // an episode keeps without forgetting any.
+    harness a(config(100, ms(0)));
+    CHECK(a.push(0, ms(0)) == push_result::accepted);
+    for (std::uint64_t s = 2; s <= 512; s += 2) {
+        CHECK(a.push(s, ms(static_cast<std::int64_t>(s))) == push_result::accepted);
+        a.r.advance_watermark(ms(static_cast<std::int64_t>(s) + 1));
+    }
+    const keyroute::resequencer_checkpoint cp = a.r.checkpoint();
+    REQUIRE(cp.episodes.size() == 1);
+    REQUIRE(cp.episodes[0].given_up.size() == 256);
+    CHECK(cp.episodes[0].forgotten_below == 0);
+    // A copy of 0 (a producer's retry, from another partition): a duplicate before the restart
+    // and after it.
+    const auto retry = [](harness& h) {
+        return h.r.push("k", seq_stamp(0), event{0, 1}, origin{0, 0}, ms(600));
+    };
+    CHECK(retry(a) == push_result::duplicate);
+    harness b(config(100, ms(0)));
+    b.r.restore(cp);
+    CHECK(retry(b) == push_result::duplicate);
+    CHECK(b.out.empty());
+}
+
+TEST_CASE("a producer's retry dropped as a duplicate is not read again after a restart",
+          "[ordering][resequencer]") {
+    // Sequences 0 to 3 at offsets 0 to 3 of partition 0, then a retry of 3 at offset 4: dropped
+    // by its stamp, yet read, so the committable offset passes it. Once the episode is forgotten
+    // (episode_ttl), a restart that re-read offset 4 would take the copy for a new event.
+    keyroute::resequencer_config c = config(100, ms(100));
+    c.episode_ttl = ms(1000);
+    harness a(c);
+    for (std::int64_t s = 0; s < 4; ++s) {
+        CHECK(a.r.push("k", seq_stamp(static_cast<std::uint64_t>(s)),
+                       event{static_cast<std::uint64_t>(s), 1}, origin{0, s},
+                       ms(0)) == push_result::accepted);
+    }
+    CHECK(a.r.push("k", seq_stamp(3), event{3, 1}, origin{0, 4}, ms(0)) == push_result::duplicate);
+    CHECK(a.r.committable_offset(0) == std::optional<std::int64_t>(5));
+    a.r.advance_watermark(ms(5000));
+    CHECK(a.r.remembered_episodes() == 0);
+    const keyroute::resequencer_checkpoint cp = a.r.checkpoint();
+    harness b(c);
+    b.r.restore(cp);
+    CHECK(b.r.committable_offset(0) == std::optional<std::int64_t>(5));
+    CHECK(a.out.size() == 4);
 }

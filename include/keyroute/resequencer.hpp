@@ -707,6 +707,7 @@ private:
         bool late = false;
         bool unknown = false;  // late with a forgotten history (possibly a duplicate)
         bool reread = false;
+        bool offset_taken = false;  // a duplicate by its offset (else by its stamp, if one)
         episode_state* episode = nullptr;
         fifo* queue = nullptr;
         partition_state* part = nullptr;  // the event's partition, if its offset was seen before
@@ -744,6 +745,11 @@ private:
                         idle_if_unused(*p.episode);
                     }
                     forget_idle_episodes();
+                } else if (!p.offset_taken) {
+                    // A copy by its stamp (a producer's retry): its offset is read, so that the
+                    // committable offset passes it and a restart does not read it again after
+                    // its episode is forgotten (it would then look new).
+                    note_offset(source, false, p.part);
                 }
                 return push_result::duplicate;
             }
@@ -909,6 +915,7 @@ private:
                 const auto seen = p.part->offsets.classify(source.offset);
                 if (seen == detail::partition_offsets::seen::duplicate) {
                     p.what = verdict::duplicate;
+                    p.offset_taken = true;
                     return p;
                 }
                 p.reread = seen == detail::partition_offsets::seen::reread;

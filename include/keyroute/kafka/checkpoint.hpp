@@ -12,6 +12,7 @@
 #include "../detail/config.hpp"
 #include "../resequencer.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstddef>
@@ -176,7 +177,13 @@ private:
         }
         e.delivered_ahead.resize(in.count("delivered_ahead count"));
         for (auto& s : e.delivered_ahead) s = in.number<std::uint64_t>("delivered_ahead");
-        if (!v1) e.forgotten_below = in.number<std::uint64_t>("forgotten_below");
+        if (!v1) {
+            e.forgotten_below = in.number<std::uint64_t>("forgotten_below");
+        } else if (e.given_up.size() >= keyroute::detail::given_up_ranges::max_ranges) {
+            // Version 1 kept at most that many ranges and dropped older ones silently: below its
+            // lowest range, the history may be lost.
+            e.forgotten_below = std::min_element(e.given_up.begin(), e.given_up.end())->first;
+        }
     }
     if (in.word("end") != "end") detail::checkpoint_reader::fail("end");
     return cp;

@@ -70,15 +70,11 @@ public:
     }
 
     /// Loads a checkpoint's ranges (any order, possibly overlapping or adjacent: given-up ranges
-    /// and late singletons) and bound, then sorts, merges and trims them. A checkpoint that kept
-    /// max_ranges or more without a bound (written by a keyroute that dropped the oldest silently)
-    /// may have lost older ones: below its lowest range counts as forgotten.
+    /// and late singletons) and bound, then sorts, merges and trims them (the bound is taken as
+    /// written: a checkpoint of exactly max_ranges ranges with bound 0 forgot nothing).
     void assign(std::vector<range> ranges, std::uint64_t forgotten_below) {
         m_ranges = std::move(ranges);
         m_forgotten_below = forgotten_below;
-        if (m_forgotten_below == 0 && m_ranges.size() >= max_ranges) {
-            m_forgotten_below = std::min_element(m_ranges.begin(), m_ranges.end())->first;
-        }
         std::sort(m_ranges.begin(), m_ranges.end());
         std::size_t out = 0;
         for (const range& r : m_ranges) {  // out <= its index: writes land on it or before
