@@ -87,14 +87,15 @@ TEST_CASE("given_up_ranges: assign sorts and merges a checkpoint's ranges and la
     CHECK(g.ranges()[0] == std::make_pair(std::uint64_t{3}, std::uint64_t{5}));
     CHECK(g.ranges()[1] == std::make_pair(std::uint64_t{10}, std::uint64_t{20}));
     CHECK(g.ranges()[3] == std::make_pair(top - 1, top));
-    // A full checkpoint without a bound may have lost older ranges: below them is forgotten.
+    // A full checkpoint's bound is taken as written: with 0, nothing below its ranges was
+    // forgotten (only a version-1 consumer checkpoint's decoder infers a bound).
     std::vector<given_up_ranges::range> full;
     for (std::uint64_t i = 0; i < given_up_ranges::max_ranges; ++i)
         full.emplace_back(5 + 3 * i, 5 + 3 * i);
     given_up_ranges h;
     h.assign(full, 0);
-    CHECK(h.forgotten_below() == 5);
-    CHECK(h.of(4) == status::forgotten);
+    CHECK(h.forgotten_below() == 0);
+    CHECK(h.of(4) == status::taken);
     CHECK(h.of(5) == status::given_up);
     CHECK(h.of(6) == status::taken);
     given_up_ranges k;

@@ -293,10 +293,14 @@ private:
             key& k = m_keys[s];
             const double dk = k.count - std::min(k.count, k.count_last);
             // Admitted during the interval: its rate since the lanes first counted it (a key that
-            // turns hot mid-window is sized by what it does since, not over the whole interval).
+            // turns hot mid-window is sized by what it does since, not over the whole interval),
+            // from its count taken one standard deviation low: a key seen once in its lane's last
+            // event is not taken for all of the traffic (its demand would take the room of
+            // hundreds of partitions), and a key of hundreds of events is barely affected.
             const double since = std::min(de, static_cast<double>(k.seen));
+            const double sure = std::max(0.0, dk - std::sqrt(dk));
             k.rate =
-                k.rate < 0 ? static_cast<float>(since > 0 ? dk / since : 0) : blend(dk, k.rate);
+                k.rate < 0 ? static_cast<float>(since > 0 ? sure / since : 0) : blend(dk, k.rate);
             k.count_last = k.count;
         }
         m_events_last = m_events;
