@@ -185,3 +185,51 @@ TEST_CASE("ordered_consumer: on_malformed runs once per message, also when the p
     CHECK(c.stats().malformed_stamps == 1);
     CHECK(out == std::vector<std::string>{"0", "1"});
 }
+
+TEST_CASE("ordered_consumer: a partition with no offset to start from is an error, not a stall",
+          "[kafka][consumer]") {
+    // auto.offset.reset=error and nothing committed: librdkafka stops reading both partitions for
+    // good. Counted as a transient error, their events were never delivered nor reported.
+    kt::mock_cluster cluster(1);
+    cluster.create_topic("reset", 2);
+    {
+        kt::delivery_log log(4);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        for (int i = 0; i < 4; ++i) {
+            REQUIRE(kk::produce_to(rk.get(), "reset", i % 2, keyroute::stamp{}, "k",
+                                   std::to_string(i), {},
+                                   kt::delivery_log::opaque(static_cast<std::size_t>(i))) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
+        REQUIRE(log.failures == 0);
+    }
+    auto config = config_for("reset");
+    config.idle_timeout = std::chrono::milliseconds(500);
+    kk::ordered_consumer c(
+        kt::consumer_conf(cluster.bootstraps(), "reset", {{"auto.offset.reset", "error"}}), config,
+        [](const kk::ordered_message&) {});
+    std::string error;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    try {
+        while (std::chrono::steady_clock::now() < until && !c.at_end())
+            c.poll(std::chrono::milliseconds(100));
+    } catch (const std::runtime_error& e) {
+        error = e.what();
+    }
+    CHECK_THAT(error, Catch::Matchers::Contains("no offset to start from"));
+    CHECK(c.failed());
+}
+
+TEST_CASE("ordered_consumer: poll() and commit() after close() are errors", "[kafka][consumer]") {
+    kt::mock_cluster cluster(1);
+    cluster.create_topic("closed", 1);
+    kk::ordered_consumer c(kt::consumer_conf(cluster.bootstraps(), "closed"), config_for("closed"),
+                           [](const kk::ordered_message&) {});
+    c.poll(std::chrono::milliseconds(100));
+    c.close();
+    c.close();  // again: nothing
+    CHECK_THROWS_WITH(c.poll(std::chrono::milliseconds(10)),
+                      Catch::Matchers::Contains("poll() after close()"));
+    CHECK_THROWS_WITH(c.commit(), Catch::Matchers::Contains("commit() after close()"));
+}

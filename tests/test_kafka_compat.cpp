@@ -10,6 +10,7 @@
 #include <keyroute/rendezvous.hpp>
 
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 #include <librdkafka/rdkafkacpp.h>
 
 #include <algorithm>
@@ -278,6 +279,14 @@ TEST_CASE("partition_count reads a topic's partition count from the cluster", "[
     CHECK(keyroute::kafka::partition_count(rk.get(), (topic + "-3").c_str(), 10000) == 3);
     CHECK(keyroute::kafka::partition_count(nullptr, topic.c_str(), 10000) == -1);
     CHECK(keyroute::kafka::partition_count(rk.get(), nullptr, 10000) == -1);
+    // A topic that does not exist: -1, and not created by the question (a producer's handle
+    // asks for topics on demand; Metadata v4 carries that to the mock, as to a broker).
+    kt::mock_cluster strict(1);
+    REQUIRE(rd_kafka_mock_set_apiversion(strict.get(), 3 /* Metadata */, 0, 4) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+    kt::handle rs = kt::make_producer(strict.bootstraps(), log);
+    CHECK(keyroute::kafka::partition_count(rs.get(), "no-such-topic", 3000) == -1);
+    CHECK(keyroute::kafka::partition_count(rs.get(), "no-such-topic", 3000) == -1);
 }
 
 TEST_CASE("a message the partitioner has no answer for fails, it is not kept", "[kafka]") {

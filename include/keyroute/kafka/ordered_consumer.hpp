@@ -147,7 +147,7 @@ struct ordered_consumer_stats {
     std::uint64_t gaps = 0;              ///< gap reports (sequences given up)
     std::uint64_t missing = 0;           ///< sequences given up
     std::uint64_t refused = 0;           ///< pushes refused (buffer full), retried later
-    std::uint64_t pauses = 0;            ///< partitions paused (ahead or refused)
+    std::uint64_t pauses = 0;            ///< partitions paused (ahead of the lagging ones)
     std::uint64_t commits = 0;           ///< commits (checkpoint saves)
     std::uint64_t consume_errors = 0;    ///< transient librdkafka errors (recovered)
     std::size_t max_held = 0;            ///< most events held at once
@@ -276,7 +276,8 @@ public:
     [[nodiscard]] auto clock() const noexcept -> std::chrono::milliseconds {
         return m_clock_origin + std::chrono::duration_cast<std::chrono::milliseconds>(m_running);
     }
-    /// Partitions paused now (ahead, or after a refused message).
+    /// Partitions paused now (ahead of the lagging ones; a partition whose message was refused
+    /// is skipped for the rest of that poll instead).
     [[nodiscard]] auto paused() const -> std::size_t {
         return static_cast<std::size_t>(
             std::count_if(m_parts.begin(), m_parts.end(), [](const part& p) { return p.paused; }));
@@ -304,8 +305,7 @@ private:
         std::deque<message_ptr> local;  ///< taken from `queue`, not pushed yet (in order)
         bool started = false;
         bool at_end = false;             ///< an end-of-partition event since its last message
-        bool paused = false;             ///< paused in librdkafka (ahead, or after a refusal)
-        bool ahead = false;              ///< paused because it ran ahead
+        bool paused = false;             ///< paused in librdkafka (it ran ahead)
         std::int64_t next = -1;          ///< one past the last offset pushed, -1 before the first
         std::int64_t start = -1;         ///< its first position read (message or end), -1 before
         std::int64_t malformed_at = -1;  ///< the last message whose stamp was found malformed
@@ -373,6 +373,7 @@ private:
     }
 
     void refuse_if_failed(const char* call) const {
+        if (m_closed) fail(std::string(call) + "() after close()");
         if (m_failed) {
             fail(std::string(call) + "() after an exception from poll() or commit(): restart " +
                  "from the last checkpoint (the event being delivered then is lost to this " +
@@ -570,6 +571,12 @@ private:
             fail(std::string("the topic or one of its partitions is gone: ") +
                  rd_kafka_message_errstr(m.get()));
         }
+        if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+            // librdkafka stops reading the partition for good: its events would never come.
+            fail("partition " + std::to_string(m->partition) +
+                 " has no offset to start from (auto.offset.reset=error, or an offset that " +
+                 "retention deleted): " + rd_kafka_message_errstr(m.get()));
+        }
         ++m_stats.consume_errors;  // transport errors, a broker down: librdkafka retries
     }
 
@@ -756,7 +763,7 @@ private:
                 const part& p = m_parts[i];
                 if (p.paused || !p.started || p.last_ts < 0) continue;
                 if (p.last_ts > oldest + m_config.max_drift.count()) {
-                    pause(static_cast<std::int32_t>(i), false);
+                    pause(static_cast<std::int32_t>(i));
                 }
             }
         } else if (held <= high / 2 || !lagging) {
@@ -770,29 +777,22 @@ private:
                 }
             }
         }
-        if (held < high) {  // room again for what was refused
-            for (std::size_t i = 0; i < m_parts.size(); ++i) {
-                if (m_parts[i].paused && !m_parts[i].ahead) resume(static_cast<std::int32_t>(i));
-            }
-        }
         bool all_started = true;
         for (const part& p : m_parts) all_started = all_started && (p.started || idle(p));
         m_frozen = !all_started || lagging;
     }
 
-    void pause(std::int32_t partition, bool refused) {
+    void pause(std::int32_t partition) {
         part& p = m_parts[static_cast<std::size_t>(partition)];
         if (!p.paused) {
             toggle(partition, true);
             ++m_stats.pauses;
         }
         p.paused = true;
-        p.ahead = p.ahead || !refused;
     }
 
     void resume(std::int32_t partition) {
         part& p = m_parts[static_cast<std::size_t>(partition)];
-        p.ahead = false;
         if (!p.paused) return;
         toggle(partition, false);
         p.paused = false;

@@ -640,6 +640,12 @@ private:
                 fail(std::string("a topic or partition is gone: ") +
                      rd_kafka_message_errstr(m.get()));
             }
+            if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+                // librdkafka stops reading the partition for good: its events would never come.
+                fail("partition " + std::to_string(m->partition) +
+                     " has no offset to start from (auto.offset.reset=error, or an offset that " +
+                     "retention deleted): " + rd_kafka_message_errstr(m.get()));
+            }
             ++m_stats.consume_errors;
             return;
         }

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
@@ -307,23 +308,25 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
 /// The partition count of `topic` from the cluster's metadata: what a router or partitioner for
 /// it must be built with, and the partitions a consumer that restores spread keys' order must
 /// read. -1 when the metadata does not come within `timeout_ms` or does not know the topic (a
-/// topic still being created: ask again).
+/// topic still being created: ask again). It asks for every topic's metadata: a request for one
+/// topic would create it, under a misspelt name, on a cluster that creates topics on demand
+/// (a producer's handle asks for that by default).
 /// Thread-safety: as rd_kafka_metadata (any thread).
 [[nodiscard]] inline auto partition_count(rd_kafka_t* rk, const char* topic,
                                           int timeout_ms) noexcept -> std::int32_t {
     if (rk == nullptr || topic == nullptr) return -1;
-    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic, nullptr);
-    if (rkt == nullptr) return -1;
     const rd_kafka_metadata_t* md = nullptr;
     std::int32_t n = -1;
-    if (rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            md->topics[0].partition_cnt > 0) {
-            n = md->topics[0].partition_cnt;
+    if (rd_kafka_metadata(rk, 1, nullptr, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < md->topic_cnt; ++i) {
+            const rd_kafka_metadata_topic_t& t = md->topics[i];
+            if (t.topic != nullptr && std::strcmp(t.topic, topic) == 0 &&
+                t.err == RD_KAFKA_RESP_ERR_NO_ERROR && t.partition_cnt > 0) {
+                n = t.partition_cnt;
+            }
         }
         rd_kafka_metadata_destroy(md);
     }
-    rd_kafka_topic_destroy(rkt);
     return n;
 }
 
