@@ -320,3 +320,51 @@ TEST_CASE("a full home moves on under continuous production: its gap is given up
     CHECK(most_held <= config.reseq.max_events);
     member.close();
 }
+
+TEST_CASE("a member that joins cleanly: the revoke commits, nothing is applied twice",
+          "[kafka][group]") {
+    // Member A alone applies everything, no periodic commit due; B joins: A's homes are revoked
+    // (eager assignor) and must be committed there. The revoke used to see the member as failed
+    // (the flag held for the whole poll) and skip the commit: every event was applied again.
+    using member_t = keyroute::kafka::ordered_group<keyroute::kafka_partitioner>;
+    constexpr int n = 4;
+    kt::mock_cluster cluster(1);
+    kt::create_group_topics(cluster, "rejoin", "rejoin-src", n, 1);
+    const kt::stream s = kt::skewed_stream(500, 2, 0.9, 50, 5);
+    kt::router_type router(kt::router_config(n));
+    kt::produce_stream(cluster.bootstraps(), "rejoin-src", router, s);
+    auto config = in_process_config("rejoin-src");
+    config.commit_interval = std::chrono::hours(1);
+    std::vector<kt::seen> out;
+    const auto conf = [&] {
+        return kt::consumer_conf(
+            cluster.bootstraps(), "rejoin",
+            {{"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "300"}});
+    };
+    member_t a(conf(), config, echo_handlers(out));
+    poll_until(
+        a, [&] { return out.size() >= s.keys.size() && a.caught_up() && !a.homes().empty(); },
+        std::chrono::seconds(40));
+    CHECK(a.stats().commits == 0);
+    member_t b(conf(), config, echo_handlers(out));
+    const auto deadline = steady::now() + std::chrono::seconds(40);
+    while (!(!a.homes().empty() && !b.homes().empty() && a.caught_up() && b.caught_up() &&
+             a.stats().assignments >= 2)) {
+        REQUIRE(steady::now() < deadline);
+        a.poll(std::chrono::milliseconds(10));
+        b.poll(std::chrono::milliseconds(10));
+    }
+    for (int i = 0; i < 100; ++i) {
+        a.poll(std::chrono::milliseconds(5));
+        b.poll(std::chrono::milliseconds(5));
+    }
+    CHECK(a.stats().commits >= 1);
+    CHECK(out.size() == s.keys.size());
+    const auto problems = kt::order_problems(out, s);
+    CHECK(problems.empty());
+    b.close();
+    a.close();
+    CHECK_THROWS_WITH(a.poll(std::chrono::milliseconds(5)),
+                      Catch::Matchers::Contains("poll() after close()"));
+    CHECK_THROWS_WITH(a.commit(), Catch::Matchers::Contains("commit() after close()"));
+}

@@ -271,34 +271,37 @@ public:
     ///         checkpoints); poll() and commit() then throw std::runtime_error.
     void poll(std::chrono::milliseconds timeout) {
         refuse_if_failed("poll");
-        m_failed = true;  // until this call returns normally
-        turn(timeout);
-        m_failed = false;
+        failing_on_throw([&] { turn(timeout); });
     }
 
     /// Commits now (see the file comment), waiting for the acknowledgements. Returns false when
     /// one timed out (the commit is skipped). @throws as poll().
     auto commit() -> bool {
         refuse_if_failed("commit");
-        m_failed = true;
-        const bool done = commit_all(true);
-        m_failed = false;
+        bool done = false;
+        failing_on_throw([&] { done = commit_all(true); });
         return done;
     }
 
-    /// Commits (unless failed), leaves the group and flushes the producer.
+    /// Commits (unless failed), leaves the group and flushes the producer. If it throws (a
+    /// handler, the commit), the member is failed and closed without committing more.
     void close() {
         if (m_closed) return;
-        if (!m_failed) static_cast<void>(commit_all(true));
-        m_no_commit = true;  // the revoke inside close: committed just now
-        rd_kafka_consumer_close(m_consumer.get());
-        rethrow_pending();
+        const auto leave = [this] {
+            m_no_commit = true;  // the revoke inside close: committed just now, or must not be
+            rd_kafka_consumer_close(m_consumer.get());
+            m_closed = true;
+        };
+        failing_on_throw([&] {
+            if (!m_failed) static_cast<void>(commit_all(true));
+        });
+        leave();
+        failing_on_throw([&] { rethrow_pending(); });
         m_homes.clear();
         rd_kafka_flush(m_producer.get(), static_cast<int>(m_config.flush_timeout.count()));
-        m_closed = true;
     }
 
-    /// True after poll() or commit() threw.
+    /// True after poll(), commit() or close() threw.
     [[nodiscard]] auto failed() const noexcept -> bool { return m_failed; }
     /// True when every partition the member owns is read to its end, nothing is waiting to be
     /// pushed and no home holds an event.
@@ -577,10 +580,27 @@ private:
     // ---- the turn -------------------------------------------------------------------------
 
     void refuse_if_failed(const char* call) const {
+        if (m_closed) fail(std::string(call) + "() after close()");
         if (m_failed) {
             fail(std::string(call) + "() after an exception: destroy this member and start a " +
                  "new one (it resumes from the last checkpoints)");
         }
+    }
+
+    /// Runs `f`; if it throws, the member is failed (it commits nothing more) and the exception
+    /// goes on. Only a throw fails it: the revoke inside a poll() must still commit.
+    template <class F>
+    void failing_on_throw(F&& f) {
+#if KEYROUTE_HAS_EXCEPTIONS
+        try {
+            std::forward<F>(f)();
+        } catch (...) {
+            m_failed = true;
+            throw;
+        }
+#else
+        std::forward<F>(f)();
+#endif
     }
 
     void rethrow_pending() {
