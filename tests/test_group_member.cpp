@@ -368,3 +368,64 @@ TEST_CASE("a member that joins cleanly: the revoke commits, nothing is applied t
                       Catch::Matchers::Contains("poll() after close()"));
     CHECK_THROWS_WITH(a.commit(), Catch::Matchers::Contains("commit() after close()"));
 }
+
+TEST_CASE("a full producer queue pauses the source partition: the backlog waits in Kafka",
+          "[kafka][group]") {
+    // The repartition topic's leader goes down with a producer queue of 100 messages: forwards
+    // wait, and the source partition must be paused rather than read into the member's memory
+    // (it took the whole backlog, 29,900 messages with max_events 100). Then the leader comes
+    // back and every event is applied.
+    using member_t = keyroute::kafka::ordered_group<keyroute::kafka_partitioner>;
+    constexpr int n = 2;
+    constexpr int events = 10000;
+    kt::mock_cluster cluster(2);
+    kt::create_group_topics(cluster, "qfull", "qfull-src", n, 1);
+    const auto repart = keyroute::kafka::default_repartition_topic("qfull", "qfull-src");
+    const auto changelog = keyroute::kafka::default_changelog_topic("qfull", "qfull-src");
+    for (int p = 0; p < n; ++p) {
+        rd_kafka_mock_partition_set_leader(cluster.get(), "qfull-src", p, 1);
+        rd_kafka_mock_partition_set_leader(cluster.get(), changelog.c_str(), p, 1);
+        rd_kafka_mock_partition_set_leader(cluster.get(), repart.c_str(), p, 2);
+    }
+    rd_kafka_mock_coordinator_set(cluster.get(), "group", "qfull", 1);
+    rd_kafka_mock_coordinator_set(cluster.get(), "group", "qfull.changelog-reader", 1);
+    auto config = in_process_config("qfull-src");
+    config.reseq.max_events = 100;
+    config.flush_timeout = std::chrono::milliseconds(300);
+    config.producer_settings = {{"queue.buffering.max.messages", "100"}};
+    std::vector<kt::seen> out;
+    member_t m(kt::consumer_conf(cluster.bootstraps(), "qfull"), config, echo_handlers(out));
+    poll_until(
+        m, [&] { return m.homes().size() == n && m.caught_up(); }, std::chrono::seconds(20));
+    rd_kafka_mock_broker_set_down(cluster.get(), 2);
+    {
+        // Keys whose home is 1, written to partition 0: every one is forwarded.
+        const keyroute::kafka_partitioner base(n);
+        kt::delivery_log log(events);
+        kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
+        const std::string value(100, 'v');
+        int made = 0;
+        for (int i = 0; made < events; ++i) {
+            const std::string key = "k" + std::to_string(i);
+            if (base.route(key) != 1) continue;
+            REQUIRE(keyroute::kafka::produce_to(
+                        rk.get(), "qfull-src", 0, keyroute::stamp{}, key, value, {},
+                        kt::delivery_log::opaque(static_cast<std::size_t>(made))) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
+            ++made;
+            rd_kafka_poll(rk.get(), 0);
+        }
+        REQUIRE(kt::flush(rk.get(), std::chrono::seconds(20)));
+        REQUIRE(log.failures == 0);
+    }
+    const auto outage = steady::now() + std::chrono::seconds(3);
+    while (steady::now() < outage) m.poll(std::chrono::milliseconds(20));
+    // Read but not forwarded: at most what one turn takes (2,000) and the producer's queue.
+    CHECK(m.stats().read - m.stats().forwarded < 4000);
+    rd_kafka_mock_broker_set_up(cluster.get(), 2);
+    poll_until(
+        m, [&] { return out.size() >= static_cast<std::size_t>(events) && m.caught_up(); },
+        std::chrono::seconds(60));
+    CHECK(out.size() == static_cast<std::size_t>(events));
+    CHECK(m.stats().forwarded == static_cast<std::uint64_t>(events));
+}

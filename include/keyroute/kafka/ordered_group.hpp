@@ -51,7 +51,8 @@
 ///   application's state rolls them back (then apply is exactly once).
 /// - Backpressure: a home's resequencer refuses what it cannot hold (full_policy::refuse); the
 ///   refused message's partition is paused and the message retried each turn, so nothing is
-///   given up for lack of room while Kafka can hold it.
+///   given up for lack of room while Kafka can hold it; so is a source partition whose forward
+///   finds the producer's queue full (the repartition topic's leader down, say).
 ///
 /// Thread-safety: none; one thread calls poll(). Members are independent objects (one per
 /// thread or process); the callbacks run inside poll(), commit() and close().
@@ -378,7 +379,7 @@ private:
         std::deque<pending> queue;  ///< read, not handled yet, in offset order
         std::int64_t next = -1;     ///< one past the last offset handled (or its first position)
         std::int64_t end = -1;      ///< the last end-of-partition offset, -1 after a newer message
-        bool paused = false;        ///< paused after a refusal
+        bool paused = false;        ///< paused after a refusal or a full producer queue
         std::int64_t newest = -1;   ///< the newest message timestamp handled, -1 for none
 
         /// Read to the partition's end as librdkafka last reported it.
@@ -765,7 +766,12 @@ private:
             home.pushed_next = m.offset + 1;
             return true;
         }
-        return forward(m, st, to, *p.result, ts);
+        if (!forward(m, st, to, *p.result, ts)) {
+            // The producer's queue is full: the partition waits in Kafka, not in this member.
+            pause(home.source, m_config.topic, home.home);
+            return false;
+        }
+        return true;
     }
 
     /// Produces a processed event to its home's repartition partition.
