@@ -22,10 +22,14 @@ struct handle_deleter {
 struct queue_deleter {
     void operator()(rd_kafka_queue_t* q) const noexcept { rd_kafka_queue_destroy(q); }
 };
+struct topic_deleter {
+    void operator()(rd_kafka_topic_t* t) const noexcept { rd_kafka_topic_destroy(t); }
+};
 
 using message_ptr = std::unique_ptr<rd_kafka_message_t, message_deleter>;
 using conf_ptr = std::unique_ptr<rd_kafka_conf_t, conf_deleter>;
 using handle_ptr = std::unique_ptr<rd_kafka_t, handle_deleter>;
 using queue_ptr = std::unique_ptr<rd_kafka_queue_t, queue_deleter>;
+using topic_ptr = std::unique_ptr<rd_kafka_topic_t, topic_deleter>;
 
 }  // namespace keyroute::kafka::detail

@@ -525,6 +525,20 @@ private:
         rd_kafka_conf_set_opaque(conf, this);
         m_consumer = make(RD_KAFKA_CONSUMER, std::move(m_conf), "consumer");
         rd_kafka_poll_set_consumer(m_consumer.get());
+        // The repartition topic restarts from its earliest record when an offset is out of range
+        // (retention deleted what it pointed to), whatever auto.offset.reset says for the
+        // source: what was deleted is reported to on_lost, the rest is applied. librdkafka keeps
+        // the configuration of a topic's first handle, so this one is made first and kept.
+        rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
+        char errstr[512];
+        if (rd_kafka_topic_conf_set(tconf, "auto.offset.reset", "earliest", errstr,
+                                    sizeof errstr) != RD_KAFKA_CONF_OK) {
+            rd_kafka_topic_conf_destroy(tconf);
+            fail(std::string("auto.offset.reset: ") + errstr);
+        }
+        m_repart_handle.reset(
+            rd_kafka_topic_new(m_consumer.get(), m_config.repartition_topic.c_str(), tconf));
+        if (!m_repart_handle) fail("rd_kafka_topic_new failed for the repartition topic");
     }
 
     auto make(rd_kafka_type_t type, conf_ptr conf, const char* what) const -> handle_ptr {
@@ -677,6 +691,11 @@ private:
         if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             // Everything before the end was handled (control records of transactions, which
             // are never delivered, included), or it is an empty start.
+            // The repartition topic has no holes but what retention deleted: a jump to its end
+            // past what was read is such a run (the source's may be transaction markers).
+            if (!source && lane.queue.empty() && lane.next >= 0 && m->offset > lane.next) {
+                lost(it->second->home, lane.next, m->offset);
+            }
             if (lane.queue.empty()) lane.next = std::max(lane.next, m->offset);
             lane.end = m->offset;
             // Everything before it was pushed: held offsets of the home's restored checkpoint
@@ -1265,6 +1284,7 @@ private:
     handle_ptr m_producer;
     handle_ptr m_reader;
     handle_ptr m_consumer;
+    detail::topic_ptr m_repart_handle;  // the consumer's, destroyed before it
 };
 
 }  // namespace keyroute::kafka
