@@ -92,6 +92,15 @@ TEST_CASE("a foreign or truncated checkpoint is an error naming the field", "[ch
     std::string huge = good;
     huge.replace(huge.find("\n2\n"), 3, "\n99999999\n");  // more partitions than bytes
     CHECK_THROWS_AS(keyroute::kafka::decode_checkpoint(huge), std::runtime_error);
+    // Trailing data after `end` (two records in one): an error.
+    CHECK_THROWS_WITH(keyroute::kafka::decode_checkpoint(good + good), contains("end"));
+    // A count under half the record's bytes, yet more episodes than what is left can hold: an
+    // error naming it, before a vector of that size is made.
+    std::string many = good;
+    const auto one = many.find("\n1\n");
+    REQUIRE(one != std::string::npos);
+    many.replace(one, 3, "\n" + std::to_string(good.size() / 4) + "\n");
+    CHECK_THROWS_WITH(keyroute::kafka::decode_checkpoint(many), contains("episode count"));
     // Still a number: decode reads it, and the resequencer's restore() checks it.
     std::string negative = good;
     negative.replace(negative.find(" 40 "), 4, " -1 ");

@@ -44,6 +44,7 @@ TEST_CASE("a progress record round-trips and rejects what is not one", "[group]"
     // A member of an older release (no state, no watermark) is refused, not misread.
     CHECK_THROWS_WITH(kk::decode_progress("keyroute-progress-1 1 0 5 1 end"), contains("magic"));
     CHECK_THROWS_WITH(kk::decode_progress("something else"), contains("magic"));
+    CHECK_THROWS_WITH(kk::decode_progress(good + " 7"), contains("end"));  // trailing data
 }
 
 TEST_CASE("progress records count by the position they state, not by when they arrive", "[group]") {
@@ -100,4 +101,10 @@ TEST_CASE("a home checkpoint round-trips and rejects what is not one", "[group]"
     CHECK_THROWS_WITH(kk::decode_home_checkpoint(good.substr(nl + 1)), contains("magic"));
     CHECK_THROWS_AS(kk::decode_home_checkpoint(good.substr(0, good.size() - 5)),
                     std::runtime_error);
+    std::string extra = good;
+    extra.insert(nl, " 9");  // a token after the application's bytes
+    CHECK_THROWS_WITH(kk::decode_home_checkpoint(extra), contains("application"));
+    std::string below = good;
+    below.replace(below.find(" 4000 "), 6, " -7 ");
+    CHECK_THROWS_WITH(kk::decode_home_checkpoint(below), contains("offset"));
 }

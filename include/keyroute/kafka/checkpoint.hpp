@@ -66,10 +66,14 @@ public:
         if (ec != std::errc() || end != w.data() + w.size()) fail(field);
         return value;
     }
-    /// A count of items that follow: each takes at least two bytes of the input.
-    auto count(const char* field) -> std::size_t {
+    /// A count of items that follow, each at least `item_bytes` bytes of what is left of the
+    /// input: a short record cannot make its reader allocate much (a vector of n items is
+    /// sized before they are read).
+    auto count(const char* field, std::size_t item_bytes = 2) -> std::size_t {
         const auto n = number<std::uint64_t>(field);
-        if (n > m_size / 2) fail(field);
+        const std::streamoff at = m_in.tellg();
+        const std::size_t left = at < 0 ? 0 : m_size - static_cast<std::size_t>(at);
+        if (n > left / item_bytes) fail(field);
         return static_cast<std::size_t>(n);
     }
     auto word(const char* field) -> std::string {
@@ -154,14 +158,15 @@ private:
     cp.topic = in.hex("topic");
     cp.partitions = in.number<std::int32_t>("partitions");
     cp.state.watermark = std::chrono::milliseconds(in.number<std::int64_t>("watermark"));
-    cp.state.partitions.resize(in.count("partition count"));
+    // At least: 3 numbers a partition, 11 fields an episode, 2 numbers a range.
+    cp.state.partitions.resize(in.count("partition count", 6));
     for (auto& p : cp.state.partitions) {
         p.partition = in.number<std::uint32_t>("partition");
         p.next_offset = in.number<std::int64_t>("next_offset");
         p.held_offsets.resize(in.count("held offsets"));
         for (auto& o : p.held_offsets) o = in.number<std::int64_t>("held offset");
     }
-    cp.state.episodes.resize(in.count("episode count"));
+    cp.state.episodes.resize(in.count("episode count", 22));
     for (auto& e : cp.state.episodes) {
         e.producer = in.number<std::uint64_t>("producer");
         e.lane = in.number<std::uint16_t>("lane");
@@ -170,7 +175,7 @@ private:
         e.next_sequence = in.number<std::uint64_t>("next_sequence");
         e.last_time = std::chrono::milliseconds(in.number<std::int64_t>("last_time"));
         e.held_events = in.number<std::uint64_t>("held_events");
-        e.given_up.resize(in.count("given_up count"));
+        e.given_up.resize(in.count("given_up count", 4));
         for (auto& [first, last] : e.given_up) {
             first = in.number<std::uint64_t>("given_up");
             last = in.number<std::uint64_t>("given_up");
@@ -185,7 +190,7 @@ private:
             e.forgotten_below = std::min_element(e.given_up.begin(), e.given_up.end())->first;
         }
     }
-    if (in.word("end") != "end") detail::checkpoint_reader::fail("end");
+    if (in.word("end") != "end" || !in.done()) detail::checkpoint_reader::fail("end");
     return cp;
 }
 

@@ -164,7 +164,7 @@ auto read_record(const char* what, std::string_view bytes, Read read) {
     return detail::read_record("decode_progress", bytes, [&](detail::checkpoint_reader& in) {
         if (in.word("magic") != detail::progress_magic)
             detail::bad_record("decode_progress", "magic");
-        std::vector<source_progress> list(in.count("count"));
+        std::vector<source_progress> list(in.count("count", 8));  // 4 numbers each
         for (auto& s : list) {
             s.partition = in.number<std::int32_t>("partition");
             s.next = in.number<std::int64_t>("next");
@@ -175,7 +175,7 @@ auto read_record(const char* what, std::string_view bytes, Read read) {
             if (s.watermark < -1) detail::bad_record("decode_progress", "watermark");
             s.state = static_cast<source_state>(state);
         }
-        if (in.word("end") != "end") detail::bad_record("decode_progress", "end");
+        if (in.word("end") != "end" || !in.done()) detail::bad_record("decode_progress", "end");
         return list;
     });
 }
@@ -203,6 +203,10 @@ auto read_record(const char* what, std::string_view bytes, Read read) {
             h.repartition_offset = in.number<std::int64_t>("repartition_offset");
             h.application = in.hex("application");
             if (h.home < 0) detail::bad_record("decode_home_checkpoint", "home");
+            if (h.source_offset < -1 || h.repartition_offset < -1) {
+                detail::bad_record("decode_home_checkpoint", "offset");
+            }
+            if (!in.done()) detail::bad_record("decode_home_checkpoint", "application");
             return h;
         });
     if (nl == std::string_view::npos) detail::bad_record("decode_home_checkpoint", "state");
