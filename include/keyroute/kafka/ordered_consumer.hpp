@@ -571,12 +571,7 @@ private:
             fail(std::string("the topic or one of its partitions is gone: ") +
                  rd_kafka_message_errstr(m.get()));
         }
-        if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
-            // librdkafka stops reading the partition for good: its events would never come.
-            fail("partition " + std::to_string(m->partition) +
-                 " has no offset to start from (auto.offset.reset=error, or an offset that " +
-                 "retention deleted): " + rd_kafka_message_errstr(m.get()));
-        }
+        if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) fail(detail::no_start_offset(*m));
         ++m_stats.consume_errors;  // transport errors, a broker down: librdkafka retries
     }
 

@@ -288,15 +288,12 @@ public:
     /// handler, the commit), the member is failed and closed without committing more.
     void close() {
         if (m_closed) return;
-        const auto leave = [this] {
-            m_no_commit = true;  // the revoke inside close: committed just now, or must not be
-            rd_kafka_consumer_close(m_consumer.get());
-            m_closed = true;
-        };
         failing_on_throw([&] {
             if (!m_failed) static_cast<void>(commit_all(true));
         });
-        leave();
+        m_no_commit = true;  // the revoke inside close: committed just now, or must not be
+        rd_kafka_consumer_close(m_consumer.get());
+        m_closed = true;
         failing_on_throw([&] { rethrow_pending(); });
         m_homes.clear();
         rd_kafka_flush(m_producer.get(), static_cast<int>(m_config.flush_timeout.count()));
@@ -675,12 +672,7 @@ private:
                 fail(std::string("a topic or partition is gone: ") +
                      rd_kafka_message_errstr(m.get()));
             }
-            if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
-                // librdkafka stops reading the partition for good: its events would never come.
-                fail("partition " + std::to_string(m->partition) +
-                     " has no offset to start from (auto.offset.reset=error, or an offset that " +
-                     "retention deleted): " + rd_kafka_message_errstr(m.get()));
-            }
+            if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) fail(detail::no_start_offset(*m));
             ++m_stats.consume_errors;
             return;
         }
