@@ -663,7 +663,7 @@ private:
     using queue_links = detail::slot_links<entry, &entry::queue_prev, &entry::queue_next>;
     using part_links = detail::slot_links<entry, &entry::part_prev, &entry::part_next>;
 
-    using deadline_item = typename detail::deadline_heap<time_type>::item;
+    using deadline_item = typename detail::deadline_queue<time_type>::item;
 
     class reentry_guard {
     public:
@@ -981,6 +981,16 @@ private:
     auto note_offset(const origin& source, bool reread, partition_state* known)
         -> partition_state* {
         if (source.offset < 0) return nullptr;
+        if (known != nullptr && !reread) {  // the common case, kept small enough to inline
+            known->offsets.take(source.offset, false);
+            return known;
+        }
+        return note_new_offset(source, reread, known);
+    }
+
+    // note_offset() for a partition's first offset or a re-read.
+    [[gnu::noinline]] auto note_new_offset(const origin& source, bool reread,
+                                           partition_state* known) -> partition_state* {
         partition_state& ps = known != nullptr ? *known : partition_of(source.partition);
         if (reread) {
             note_reread(ps, source.offset);
@@ -1158,13 +1168,13 @@ private:
     }
 
     // Releases the event of the earliest deadline (after what it waits for), or drops the
-    // deadline if its event is gone. The deadline leaves the heap only once its event is
+    // deadline if its event is gone. The deadline leaves the queue only once its event is
     // released: if a sink throws while force() delivers what the event waits for, the event
     // keeps its deadline, so advance_watermark and flush still reach it.
     void release_due(gap_reason why) {
         const deadline_item item = m_deadlines.top();
         if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, why);
-        // force() leaves the heap as it was (nothing is held meanwhile): `item` is still first.
+        // force() leaves the deadlines as it was (nothing is held meanwhile): `item` is still first.
         // It stays if force() stopped at the event being pushed.
         if (is_pending(item.slot, item.serial)) return;
         m_deadlines.pop();
@@ -1462,7 +1472,7 @@ private:
     detail::episode_table<episode_state> m_episodes;
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
-    detail::deadline_heap<time_type> m_deadlines;     // of the held events, lazily deleted
+    detail::deadline_queue<time_type> m_deadlines;     // of the held events, lazily deleted
 
     std::vector<fifo*> m_dirty;
     std::vector<fifo*> m_emptied;

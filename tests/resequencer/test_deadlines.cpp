@@ -1,5 +1,6 @@
-// detail::deadline_heap: earliest deadline first, ties by serial, and compaction of stale items
-// keeps the heap within its bound; checked against a std::set of live items.
+// detail::deadline_queue: earliest deadline first, ties by serial, whether deadlines come in
+// order or not; compaction of stale items and the drop of popped ones keep it within its bound;
+// checked against a std::set of live items.
 #include "keyroute_catch.hpp"
 
 #include <keyroute/resequencer/deadlines.hpp>
@@ -15,11 +16,11 @@
 #include <vector>
 
 using ms = std::chrono::milliseconds;
-using heap = keyroute::detail::deadline_heap<ms>;
+using queue = keyroute::detail::deadline_queue<ms>;
 
-TEST_CASE("deadline_heap: earliest deadline first, the earlier held first among equal ones",
+TEST_CASE("deadline_queue: earliest deadline first, the earlier held first among equal ones",
           "[resequencer][deadlines]") {
-    heap h;
+    queue h;
     CHECK(h.empty());
     h.push({ms(30), 1, 0});
     h.push({ms(10), 3, 1});
@@ -33,12 +34,12 @@ TEST_CASE("deadline_heap: earliest deadline first, the earlier held first among 
     CHECK(order == std::vector<std::uint64_t>{2, 3, 4, 1});
 }
 
-TEST_CASE("deadline_heap: compaction drops only stale items, and only past its threshold",
+TEST_CASE("deadline_queue: compaction drops only stale items, and only past its threshold",
           "[resequencer][deadlines]") {
-    heap h;
+    queue h;
     std::set<std::uint64_t> live;
     for (std::uint64_t s = 0; s < 63; ++s) h.push({ms(static_cast<std::int64_t>(s)), s, 0});
-    const auto is_live = [&](const heap::item& it) { return live.count(it.serial) != 0; };
+    const auto is_live = [&](const queue::item& it) { return live.count(it.serial) != 0; };
     h.compact(0, is_live);
     CHECK(h.size() == 63);  // under 64: left alone
     h.push({ms(100), 63, 0});
@@ -52,26 +53,31 @@ TEST_CASE("deadline_heap: compaction drops only stale items, and only past its t
     CHECK(h.top().serial == 63);
 }
 
-TEST_CASE("deadline_heap: random holds and early releases agree with a set of live items",
+TEST_CASE("deadline_queue: random holds and early releases agree with a set of live items",
           "[resequencer][deadlines]") {
     std::mt19937_64 rng(20261203);
     for (int round = 0; round < 50; ++round) {
-        heap h;
+        queue h;
         std::set<std::tuple<std::int64_t, std::uint64_t>> live;  // (deadline, serial)
         std::set<std::uint64_t> live_serials;
         std::uint64_t serial = 0;
-        const auto is_live = [&](const heap::item& it) {
+        const auto is_live = [&](const queue::item& it) {
             return live_serials.count(it.serial) != 0;
         };
+        // Even rounds: deadlines at random; odd ones: mostly in order, one in 20 earlier.
+        const bool mostly_in_order = round % 2 == 1;
         for (int step = 0; step < 2000; ++step) {
             const auto what = rng() % 10;
             if (what < 5) {  // hold
-                const auto d = static_cast<std::int64_t>(rng() % 100);
+                const auto d = mostly_in_order
+                                   ? step - (rng() % 20 == 0 ? static_cast<int>(rng() % 100) : 0)
+                                   : static_cast<std::int64_t>(rng() % 100);
                 h.push({ms(d), ++serial, static_cast<std::uint32_t>(rng() % 16)});
                 live.emplace(d, serial);
                 live_serials.insert(serial);
                 h.compact(live.size(), is_live);
                 REQUIRE(h.size() <= std::max<std::size_t>(64, 4 * live.size()) + 1);
+                REQUIRE(h.stored() <= 2 * h.size() + 64);
             } else if (what < 8 && !live.empty()) {  // delivered early: its item goes stale
                 auto it = live.begin();
                 std::advance(it, static_cast<long>(rng() % live.size()));
@@ -90,5 +96,21 @@ TEST_CASE("deadline_heap: random holds and early releases agree with a set of li
                 h.pop();
             }
         }
+    }
+}
+
+TEST_CASE("deadline_queue: popped items are dropped, so a steady stream keeps it bounded",
+          "[resequencer][deadlines]") {
+    queue h;
+    std::uint64_t serial = 0;
+    for (std::int64_t t = 0; t < 1000; ++t) h.push({ms(t), ++serial, 0});
+    // One push and one pop a step, 1000 live throughout: nothing is stale, compaction never runs.
+    for (std::int64_t t = 1000; t < 100000; ++t) {
+        h.push({ms(t), ++serial, 0});
+        REQUIRE(h.top().deadline.count() == t - 1000);
+        h.pop();
+        h.compact(h.size(), [](const queue::item&) { return true; });
+        REQUIRE(h.size() == 1000);
+        REQUIRE(h.stored() <= 2 * h.size() + 64);
     }
 }
