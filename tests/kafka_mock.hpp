@@ -8,6 +8,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -151,6 +153,42 @@ inline auto make_producer(const std::string& bootstraps, delivery_log& log,
     rd_kafka_conf_set_opaque(conf, &log);
     if (topic_conf != nullptr) rd_kafka_conf_set_default_topic_conf(conf, topic_conf);
     return make_client(RD_KAFKA_PRODUCER, conf);
+}
+
+// A message with a header named keyroute-stamp holding `stamp_bytes` (a malformed stamp, say; a
+// default string_view is a null value), produced with librdkafka alone: keyroute's produce_to
+// refuses a caller's stamp header.
+inline auto produce_with_stamp_bytes(rd_kafka_t* rk, const char* topic, std::int32_t partition,
+                                     const std::string& key, const std::string& value,
+                                     std::string_view stamp_bytes, void* opaque)
+    -> rd_kafka_resp_err_t {
+    rd_kafka_headers_t* headers = rd_kafka_headers_new(1);
+    rd_kafka_header_add(headers, "keyroute-stamp", -1, stamp_bytes.data(),
+                        static_cast<ssize_t>(stamp_bytes.size()));
+    // rd_kafka_produceva, not the RD_KAFKA_V_* macros (GNU statement expressions: -Wpedantic).
+    std::array<rd_kafka_vu_t, 7> vus{};
+    vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vus[0].u.cstr = topic;
+    vus[1].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vus[1].u.i32 = partition;
+    vus[2].vtype = RD_KAFKA_VTYPE_KEY;
+    vus[2].u.mem.ptr = const_cast<char*>(key.data());
+    vus[2].u.mem.size = key.size();
+    vus[3].vtype = RD_KAFKA_VTYPE_VALUE;
+    vus[3].u.mem.ptr = const_cast<char*>(value.data());
+    vus[3].u.mem.size = value.size();
+    vus[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vus[4].u.i = RD_KAFKA_MSG_F_COPY;
+    vus[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vus[5].u.ptr = opaque;
+    vus[6].vtype = RD_KAFKA_VTYPE_HEADERS;
+    vus[6].u.headers = headers;
+    rd_kafka_error_t* error = rd_kafka_produceva(rk, vus.data(), vus.size());
+    if (error == nullptr) return RD_KAFKA_RESP_ERR_NO_ERROR;
+    const rd_kafka_resp_err_t err = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    rd_kafka_headers_destroy(headers);  // not taken over on failure
+    return err;
 }
 
 /// Flushes `rk`; true when every queued message got its delivery report in time. (Not also

@@ -107,13 +107,16 @@ TEST_CASE("ordered_consumer: a malformed stamp is counted and delivered unstampe
     {
         kt::delivery_log log(20);
         kt::handle rk = kt::make_producer(cluster.bootstraps(), log);
-        const kk::header bad{keyroute::stamp_header_name.data(), "not a stamp"};
         for (std::size_t i = 0; i < 20; ++i) {
-            const auto extra = i % 2 == 0 ? kk::header_list(&bad, 1) : kk::header_list();
-            REQUIRE(kk::produce_to(rk.get(), "stamps", static_cast<std::int32_t>(i % 4),
-                                   keyroute::stamp{}, "k" + std::to_string(i % 3),
-                                   std::to_string(i), extra,
-                                   kt::delivery_log::opaque(i)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+            const auto partition = static_cast<std::int32_t>(i % 4);
+            const std::string key = "k" + std::to_string(i % 3);
+            REQUIRE((i % 2 == 0
+                         ? kt::produce_with_stamp_bytes(rk.get(), "stamps", partition, key,
+                                                        std::to_string(i), "not a stamp",
+                                                        kt::delivery_log::opaque(i))
+                         : kk::produce_to(rk.get(), "stamps", partition, keyroute::stamp{}, key,
+                                          std::to_string(i), {}, kt::delivery_log::opaque(i))) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
         }
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
         REQUIRE(log.failures == 0);
@@ -161,10 +164,9 @@ TEST_CASE("ordered_consumer: on_malformed runs once per message, also when the p
                                {}, kt::delivery_log::opaque(0)) == RD_KAFKA_RESP_ERR_NO_ERROR);
         // Behind it, same key and partition: it must wait, and with max_events 1 it is refused
         // (and pushed again) until the first goes.
-        const kk::header bad{keyroute::stamp_header_name.data(), "not a stamp"};
-        REQUIRE(kk::produce_to(rk.get(), "refused", 0, keyroute::stamp{}, "k", "1",
-                               kk::header_list(&bad, 1),
-                               kt::delivery_log::opaque(1)) == RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(kt::produce_with_stamp_bytes(rk.get(), "refused", 0, "k", "1", "not a stamp",
+                                             kt::delivery_log::opaque(1)) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR);
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
         REQUIRE(log.failures == 0);
     }

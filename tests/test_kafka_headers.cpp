@@ -6,16 +6,19 @@
 
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
+#include <keyroute/salting_router.hpp>
 #include <keyroute/stamp.hpp>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -90,17 +93,13 @@ TEST_CASE("produce_to keeps the caller's headers and puts the stamp last", "[kaf
     kt::delivery_log log(1);
     {
         kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
-        // A stale stamp header from the caller: the real stamp, written after it, wins.
-        const std::string stale(keyroute::encode_stamp(keyroute::stamp{1, 1, 1, 1, false}).view());
         REQUIRE(kk::produce_to(rk.get(), topic.c_str(), 2, a_stamp(), "k", "v",
-                               {{"trace-id", "abc"},
-                                {"tombstone", std::string_view()},
-                                {"keyroute-stamp", stale}}) == RD_KAFKA_RESP_ERR_NO_ERROR);
+                               {{"trace-id", "abc"}, {"tombstone", std::string_view()}}) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR);
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
     }
     const auto r = read_one(topic);
-    CHECK(header_names(r) ==
-          std::vector<std::string>{"trace-id", "tombstone", "keyroute-stamp", "keyroute-stamp"});
+    CHECK(header_names(r) == std::vector<std::string>{"trace-id", "tombstone", "keyroute-stamp"});
     CHECK(r.headers[0].second == std::optional<std::string>("abc"));
     CHECK_FALSE(r.headers[1].second.has_value());
     REQUIRE(r.stamp.has_value());
@@ -154,13 +153,12 @@ TEST_CASE("a malformed stamp header is reported with its reason", "[kafka]") {
     kt::delivery_log log(2);
     {
         kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
-        REQUIRE(
-            kk::produce_to(rk.get(), topic.c_str(), 0, keyroute::stamp{}, "bad-version", "v",
-                           {{"keyroute-stamp", std::string_view("\x02\x00\x01\x01\x01\x00", 6)}}) ==
-            RD_KAFKA_RESP_ERR_NO_ERROR);
-        REQUIRE(kk::produce_to(rk.get(), topic.c_str(), 1, keyroute::stamp{}, "null-value", "v",
-                               {{"keyroute-stamp", std::string_view()}}) ==
-                RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(kt::produce_with_stamp_bytes(rk.get(), topic.c_str(), 0, "bad-version", "v",
+                                             std::string_view("\x02\x00\x01\x01\x01\x00", 6),
+                                             nullptr) == RD_KAFKA_RESP_ERR_NO_ERROR);
+        REQUIRE(kt::produce_with_stamp_bytes(rk.get(), topic.c_str(), 1, "null-value", "v",
+                                             std::string_view(),
+                                             nullptr) == RD_KAFKA_RESP_ERR_NO_ERROR);
         REQUIRE(kt::flush(rk.get(), std::chrono::seconds(10)));
     }
     auto records = kt::read_all(cluster().bootstraps(), topic, partition_count);
@@ -209,8 +207,56 @@ TEST_CASE("produce_to rejects invalid arguments before producing", "[kafka]") {
     CHECK(kk::produce_to(rk.get(), "t", -1, {}, "k", "v") == RD_KAFKA_RESP_ERR__INVALID_ARG);
     CHECK(kk::produce_to(rk.get(), "t", 0, {}, "k", "v", {{nullptr, "x"}}) ==
           RD_KAFKA_RESP_ERR__INVALID_ARG);
+    // A caller's stamp header (copied off a consumed message, say) would reach consumers as
+    // this event's stamp, stale, or on two events, the second dropped as a duplicate.
+    const std::string stale(keyroute::encode_stamp(keyroute::stamp{1, 1, 1, 1, false}).view());
+    for (const bool stamped : {false, true}) {
+        CHECK(kk::produce_to(rk.get(), "t", 0, stamped ? a_stamp() : keyroute::stamp{}, "k", "v",
+                             {{"trace-id", "abc"}, {"keyroute-stamp", stale}}) ==
+              RD_KAFKA_RESP_ERR__INVALID_ARG);
+    }
     CHECK(rd_kafka_outq_len(rk.get()) == 0);
     CHECK_FALSE(kk::try_read_stamp(static_cast<const rd_kafka_message_t*>(nullptr)).has_value());
+}
+
+TEST_CASE("produce refuses what produce_to would before routing: no stamp is used up", "[kafka]") {
+    // A stamp used and never sent is a gap a consumer holds the key's later events for
+    // (max_delay), then reports.
+    kt::delivery_log log(1);
+    kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
+    keyroute::salting_config c;
+    c.partitions = partition_count;
+    c.threshold = 1;  // every key hot at once: each decision would carry a stamp
+    keyroute::salting_router<keyroute::kafka_partitioner> router(c);
+    const std::string stale(keyroute::encode_stamp(keyroute::stamp{1, 1, 1, 1, false}).view());
+    const auto now = std::chrono::system_clock::now();
+    CHECK(kk::produce(nullptr, "t", router, "k", "v").error == RD_KAFKA_RESP_ERR__INVALID_ARG);
+    CHECK(kk::produce(rk.get(), nullptr, router, "k", "v").error == RD_KAFKA_RESP_ERR__INVALID_ARG);
+    CHECK(kk::produce_at(rk.get(), "t", router, now, "k", "v", {{nullptr, "x"}}).error ==
+          RD_KAFKA_RESP_ERR__INVALID_ARG);
+    const auto r = kk::produce(rk.get(), "t", router, "k", "v", {{"keyroute-stamp", stale}});
+    CHECK(r.error == RD_KAFKA_RESP_ERR__INVALID_ARG);
+    CHECK(r.partition == RD_KAFKA_PARTITION_UA);
+    CHECK_FALSE(r.stamp);
+    CHECK(router.stats().routed == 0U);  // never asked
+    CHECK(rd_kafka_outq_len(rk.get()) == 0);
+}
+
+TEST_CASE("a router's partition above INT32_MAX fails as an unknown partition, not cut short",
+          "[kafka]") {
+    // A user's router with 64-bit partitions: 2^32 + 1 was cast to partition 1, and sent there.
+    struct wide_router {
+        [[nodiscard]] auto route(std::string_view) const -> std::uint64_t {
+            return (std::uint64_t{1} << 32U) + 1U;
+        }
+    };
+    kt::delivery_log log(1);
+    kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
+    wide_router wide;
+    const auto r = kk::produce(rk.get(), "t", wide, "k", "v");
+    CHECK(r.error == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    CHECK(r.partition == RD_KAFKA_PARTITION_UA);
+    CHECK(rd_kafka_outq_len(rk.get()) == 0);
 }
 
 TEST_CASE("a full queue is reported with the decision, which produce_to can retry", "[kafka]") {

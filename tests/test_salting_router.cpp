@@ -746,9 +746,11 @@ TEST_CASE("four threads on a default router each get a lane, whatever the cores"
     INFO("busiest partition " << busiest << ", mean " << mean);
     CHECK(busiest < 2.0 * mean);
     CHECK(router.stats().overflow == 0);
-    // With 2 lanes, two of four threads alive at once share the overflow lane, and stats() says so.
+    // With 2 lanes, two of four threads alive at once share the overflow lane, and stats() says so
+    // (the threads end together: a thread that ends gives its lane back).
     keyroute::salting_router<> two(router_config(16, 0, 2));
     std::atomic<int> started{0};
+    std::atomic<int> finished{0};
     std::vector<std::thread> four;
     for (int t = 0; t < threads; ++t) {
         four.emplace_back([&] {
@@ -756,10 +758,104 @@ TEST_CASE("four threads on a default router each get a lane, whatever the cores"
             started.fetch_add(1);
             while (started.load() < threads) std::this_thread::yield();
             for (int i = 0; i < 1000; ++i) (void)two.route("k" + std::to_string(i), at(i));
+            finished.fetch_add(1);
+            while (finished.load() < threads) std::this_thread::yield();
         });
     }
     for (auto& th : four) th.join();
     CHECK(two.stats().overflow == 2U * 1001U);
+}
+
+TEST_CASE("a lane given back by a thread that ended goes to a thread on the overflow lane",
+          "[router][threads]") {
+    // A pool that replaces its threads: two threads hold a 2-lane router's lanes, and a third
+    // routes a window through the overflow lane meanwhile (every event home). Once the two have
+    // ended, the third takes a lane they gave back and its hot key spreads; it stayed on the
+    // overflow lane for the router's life before lanes were given back.
+    keyroute::salting_router<> r(router_config(16, 0, 2));
+    std::atomic<int> holding{0};
+    std::atomic<bool> release{false};
+    std::vector<std::thread> holders;
+    for (int t = 0; t < 2; ++t) {
+        holders.emplace_back([&] {
+            (void)r.route("h", at(0));
+            holding.fetch_add(1);
+            while (!release.load()) std::this_thread::yield();
+        });
+    }
+    while (holding.load() < 2) std::this_thread::yield();
+    std::atomic<bool> ended{false};
+    std::uint64_t salted_held = 0;
+    std::uint64_t salted_after = 0;
+    std::thread third([&] {
+        for (std::int64_t w = 0; w < 3; ++w) {
+            if (w == 1) {
+                release.store(true);
+                while (!ended.load()) std::this_thread::yield();
+            }
+            const auto m = skewed_minute(w, 100000, 0.5, 1000, static_cast<std::uint64_t>(w));
+            for (std::size_t i = 0; i < m.keys.size(); ++i) {
+                const auto d = r.decide(m.keys[i], m.times[i]);
+                if (d.salted) ++(w == 0 ? salted_held : salted_after);
+            }
+        }
+    });
+    while (!release.load()) std::this_thread::yield();
+    for (auto& th : holders) th.join();
+    ended.store(true);
+    third.join();
+    CHECK(salted_held == 0);
+    CHECK(r.stats().overflow == 100000U);  // window 0's events, and no more
+    CHECK(salted_after > 10000U);          // "hot" is half of 200,000 events
+}
+
+TEST_CASE("a thread that takes over a lane first closes its open stretches on home",
+          "[router][threads][stamp]") {
+    // Thread A spreads "hot" on the only lane, its stretch open when it ends; thread T, on the
+    // overflow lane meanwhile, sent "hot" home unstamped. T's next event of "hot", on A's lane,
+    // goes home stamped with the stretch's next sequence: it closes A's episode behind T's
+    // unstamped event on home, so T's own events of the key keep their order at a consumer.
+    // Continuing the stretch off home, it could have been delivered first.
+    keyroute::salting_router<> r(router_config(16, 0, 1));
+    const std::uint32_t home = r.base().route("hot");
+    std::atomic<int> step{0};
+    keyroute::stamp a_last;
+    std::thread a([&] {
+        for (std::int64_t w = 0; w < 2; ++w) {
+            const auto m = skewed_minute(w, 100000, 0.5, 1000, static_cast<std::uint64_t>(w));
+            for (std::size_t i = 0; i + 1 < m.keys.size(); ++i) {
+                const auto d = r.decide(m.keys[i], m.times[i]);
+                if (m.keys[i] == "hot" && d.stamp) a_last = d.stamp;
+            }
+        }
+        step.store(1);
+        while (step.load() < 2) std::this_thread::yield();
+    });
+    while (step.load() < 1) std::this_thread::yield();
+    keyroute::route_decision overflow;
+    keyroute::route_decision closing;
+    keyroute::route_decision after;
+    std::thread t([&] {
+        overflow = r.decide("hot", at(60000 + 59000));
+        step.store(2);
+        while (step.load() < 3) std::this_thread::yield();
+        closing = r.decide("hot", at(60000 + 59001));
+        for (int i = 0; i < 200 && !after.salted; ++i) after = r.decide("hot", at(60000 + 59002));
+    });
+    while (step.load() < 2) std::this_thread::yield();
+    a.join();
+    step.store(3);
+    t.join();
+    REQUIRE(a_last);
+    REQUIRE(a_last.salted);  // A's stretch was open
+    CHECK(overflow.partition == home);
+    CHECK_FALSE(overflow.stamp);
+    CHECK(closing.partition == home);
+    CHECK(closing.stamp.episode == a_last.episode);
+    CHECK(closing.stamp.sequence == a_last.sequence + 1);
+    CHECK_FALSE(closing.salted);
+    CHECK(after.salted);  // and then spread again, in a new episode
+    CHECK(after.stamp.episode != a_last.episode);
 }
 
 TEST_CASE("threads sharing one router find the hot key and keep cold keys home",

@@ -21,8 +21,9 @@
 /// resequencer can put them back in order; events that are all home need none.
 ///
 /// Threads: one router is shared by all producer threads; each thread claims a lane (its own
-/// counters) on its first event. Threads beyond `salting_config::lanes` share an overflow lane
-/// that sends every event home.
+/// counters) on its first event and gives it back when it ends. Threads beyond
+/// `salting_config::lanes` at once share an overflow lane that sends every event home, until a
+/// lane is given back.
 ///
 /// The configuration and its checks are in router/config.hpp, the sizes in router/sizing.hpp,
 /// the statistics in router/stats.hpp, the test seams in router/traits.hpp.
@@ -271,12 +272,15 @@ private:
 
     template <bool whole>
     auto decide_as(std::string_view key, time_point now) noexcept -> answer<whole> {
-        detail::lane& ln = Traits::explicit_lane
-                               ? m_lanes.at(std::min(Traits::lane(), m_lanes.count() - 1U))
-                               : m_lanes.mine();
+        detail::lane* lp = Traits::explicit_lane
+                               ? &m_lanes.at(std::min(Traits::lane(), m_lanes.count() - 1U))
+                               : &m_lanes.mine();
         const auto ticks = static_cast<std::int64_t>(now.time_since_epoch().count());
-        if (__builtin_expect(ln.shared, false))
-            return answer_of<whole>(decide_overflow(ln, key, ticks));
+        if (__builtin_expect(lp->shared, false)) {
+            if (!Traits::explicit_lane) lp = &m_lanes.leave_overflow();
+            if (lp->shared) return answer_of<whole>(decide_overflow(*lp, key, ticks));
+        }
+        detail::lane& ln = *lp;
         const hashed hk = hash_key(key);
         if (__builtin_expect(ticks >= ln.bounds.hi || m_clock.current() != ln.bounds.index, false))
             enter_window(ln, ticks);
@@ -379,7 +383,7 @@ private:
         d.partition = hk.home;
         bool spread = false;
         const proof pr = proven(e, ls, slot, incarnation, count + 1U, w);
-        if (pr != proof::no) {
+        if (pr != proof::no && !ls.seq.closing()) {
             spread = place(ln, ls, slot, d.partition);
             if (!spread && pr == proof::now)
                 spread = place_now(ln, ls, slot, hk.home, count + 1U, d.partition);

@@ -4,10 +4,10 @@
 /// Ordering stamps: what the salting router attaches to every event whose order a consumer could
 /// lose, and their compact, versioned wire form for a message header.
 ///
-/// A stamp names an *episode*: the stretch during which one producer lane (one routing thread of
-/// one router) tracks one key as hot or about to be hot. Within an episode, `sequence` counts that
-/// lane's events of that key from 0 without gaps, in the order the lane routed them. Episodes of
-/// the same key never overlap within a lane, and a lane's episode ids only grow.
+/// A stamp names an *episode*: the stretch during which one producer lane (one routing thread at
+/// a time of one router) tracks one key as hot or about to be hot. Within an episode, `sequence`
+/// counts that lane's events of that key from 0 without gaps, in the order the lane routed them.
+/// Episodes of the same key never overlap within a lane, and a lane's episode ids only grow.
 ///
 /// Wire format, version 1 (all integers unsigned LEB128 varints):
 ///
@@ -43,7 +43,7 @@ inline constexpr std::string_view stamp_header_name = "keyroute-stamp";
 /// One event's ordering stamp. A default-constructed stamp (episode 0) means "no stamp".
 struct stamp {
     std::uint64_t producer = 0;  ///< router instance id (salting_config::producer_id)
-    std::uint16_t lane = 0;      ///< producer lane (one per routing thread) within the router
+    std::uint16_t lane = 0;  ///< producer lane (one routing thread at a time) within the router
     std::uint64_t episode = 0;   ///< >= 1 for a real stamp; unique per (producer, lane)
     /// 0, 1, 2, ... within the episode, without gaps; 2^64-1 would be the episode's last (the
     /// resequencer then treats the episode as finished). The salting router writes at most

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 using keyroute::detail::availability;
 
@@ -48,4 +49,29 @@ TEST_CASE("availability: failover moves only the down partition's keys, the same
     all.set(0, false);
     all.set(1, false);
     CHECK(all.failover(1, 42) == 1U);  // every partition down: home
+}
+
+TEST_CASE(
+    "availability: failover spreads a down partition's keys evenly, with few partitions up "
+    "as with many",
+    "[router][availability]") {
+    availability a(16);
+    a.set(5, false);
+    std::vector<int> got(16, 0);
+    for (int i = 0; i < 15000; ++i) ++got[a.failover(5, keyroute::xxh3{}("k" + std::to_string(i)))];
+    CHECK(got[5] == 0);
+    for (std::uint32_t p = 0; p < 16; ++p) {
+        if (p == 5) continue;
+        INFO("partition " << p);
+        CHECK(got[p] > 800);  // 1000 each on average
+        CHECK(got[p] < 1200);
+    }
+    // 999 of 1000 down: a key's draws mostly miss the one left, and the scan past them finds it.
+    availability most(1000);
+    for (std::uint32_t p = 0; p < 1000; ++p) {
+        if (p != 617) most.set(p, false);
+    }
+    for (int i = 0; i < 200; ++i) {
+        CHECK(most.failover(3, keyroute::xxh3{}("k" + std::to_string(i))) == 617U);
+    }
 }

@@ -117,3 +117,26 @@ TEST_CASE("sequencer: continue_stretch is next(true) for an event that neither o
     CHECK(accepted > 20);
     CHECK(a.open() == b.open());
 }
+
+TEST_CASE("sequencer: close_next makes the next event close the stretch on home, then reopens",
+          "[router][sequencer]") {
+    sequencer s;
+    std::uint64_t episodes = 0;
+    s.close_next();  // nothing open: nothing to close
+    CHECK_FALSE(s.closing());
+    for (int i = 0; i < 4; ++i) (void)s.next(true, episodes, 1, 1000);  // sequences 0 to 3
+    s.close_next();
+    CHECK(s.closing());
+    const auto close = s.next(true, episodes, 1, 1000);  // the plan would spread it: closed anyway
+    CHECK(close.episode == 1);
+    CHECK(close.sequence == 4);  // no gap
+    CHECK(close.must_go_home);
+    CHECK(close.closed);
+    CHECK_FALSE(close.spread);
+    CHECK_FALSE(s.closing());
+    CHECK_FALSE(s.open());
+    const auto again = s.next(true, episodes, 1, 1000);
+    CHECK(again.opened);
+    CHECK(again.episode == 2);
+    CHECK(again.sequence == 0);
+}

@@ -33,6 +33,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,8 +80,12 @@ private:
 };
 
 /// What keyroute::kafka::produce did. On failure the routing decision has already been made (and,
-/// for a salting router, counted and stamped): retry with produce_to(partition, stamp, ...), do
-/// not route the same event again, or the stamp sequence gets a gap and a duplicate.
+/// for a salting router, counted and stamped), unless the arguments were refused before routing
+/// (RD_KAFKA_RESP_ERR__INVALID_ARG, partition RD_KAFKA_PARTITION_UA): retry with
+/// produce_to(partition, stamp, ...), do not route the same event again, or the stamp sequence
+/// gets a gap and a duplicate. A stamped event that is never sent (an error no retry cures,
+/// such as a message over message.max.bytes) leaves a gap: a consumer holds the key's later
+/// events of that episode for max_delay, then reports the gap and goes on.
 struct produce_result {
     /// RD_KAFKA_RESP_ERR_NO_ERROR when librdkafka queued the message; otherwise the error
     /// rd_kafka_produceva returned (e.g. RD_KAFKA_RESP_ERR__QUEUE_FULL: poll, then retry).
@@ -330,6 +335,25 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
     return n;
 }
 
+namespace detail {
+
+// What produce_to refuses with RD_KAFKA_RESP_ERR__INVALID_ARG, whatever the partition: checked
+// by produce() before it routes, so that a refused call uses no stamp (a stamp used and never
+// sent is a gap a consumer waits max_delay for, then reports). An extra header named
+// keyroute-stamp is refused: it would reach consumers as this event's stamp (a stale one copied
+// from a consumed message, or the same one on two events, the second then dropped as a
+// duplicate).
+[[nodiscard]] inline auto bad_arguments(rd_kafka_t* rk, const char* topic,
+                                        header_list extra) noexcept -> bool {
+    if (rk == nullptr || topic == nullptr) return true;
+    for (const auto& h : extra) {
+        if (h.name == nullptr || std::string_view(h.name) == stamp_header_name) return true;
+    }
+    return false;
+}
+
+}  // namespace detail
+
 /// Produces one message to an explicit `partition` of `topic`, the key as the message key, and,
 /// when `s` is a real stamp (`bool(s)`), the header keyroute::stamp_header_name holding
 /// `encode_stamp(s)`, after the `extra` headers (so it is the last one of that name).
@@ -341,7 +365,9 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
 /// @pre `rk` is a producer, `topic` a NUL-terminated name, `partition` < the topic's partition
 ///      count (else the message fails with RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION).
 /// @returns RD_KAFKA_RESP_ERR_NO_ERROR when queued; RD_KAFKA_RESP_ERR__INVALID_ARG for a null
-///          `rk`/`topic`/header name or a negative partition; otherwise librdkafka's error.
+///          `rk`/`topic`/header name, an extra header named keyroute::stamp_header_name (pass
+///          the stamp as `s`; strip the header from headers copied off a consumed message) or a
+///          negative partition; otherwise librdkafka's error.
 /// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute for a message
 /// without headers; with a stamp or extra headers, one librdkafka header list (owned by the
 /// message once queued; freed here if producing fails).
@@ -349,9 +375,8 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
                                      const keyroute::stamp& s, std::string_view key,
                                      std::string_view value, header_list extra = {},
                                      void* opaque = nullptr) noexcept -> rd_kafka_resp_err_t {
-    if (rk == nullptr || topic == nullptr || partition < 0) return RD_KAFKA_RESP_ERR__INVALID_ARG;
-    for (const auto& h : extra) {
-        if (h.name == nullptr) return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    if (partition < 0 || detail::bad_arguments(rk, topic, extra)) {
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
     }
     const encoded_stamp bytes = s ? encode_stamp(s) : encoded_stamp{};
     // The header name must be NUL-terminated; stamp_header_name is a literal, so data() is.
@@ -415,13 +440,29 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
 
 namespace detail {
 
+// A router's partition as librdkafka's int32: above INT32_MAX, `error` is set (no topic has that
+// partition); a negative one passes on, for produce_to to refuse.
+template <class P>
+auto partition_arg(P p, rd_kafka_resp_err_t& error) noexcept -> std::int32_t {
+    constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
+    if constexpr (std::is_signed_v<P>) {
+        if (p < 0) return -1;
+    }
+    if (static_cast<std::uint64_t>(p) > max) {
+        error = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+        return RD_KAFKA_PARTITION_UA;
+    }
+    return static_cast<std::int32_t>(p);
+}
+
 template <class Decision>
 auto produce_decision(rd_kafka_t* rk, const char* topic, const Decision& d, std::string_view key,
                       std::string_view value, header_list extra, void* opaque) noexcept
     -> produce_result {
     produce_result r;
-    r.partition = static_cast<std::int32_t>(d.partition);
+    r.partition = partition_arg(d.partition, r.error);
     r.stamp = d.stamp;
+    if (r.error != RD_KAFKA_RESP_ERR_NO_ERROR) return r;
     r.error = produce_to(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
     return r;
 }
@@ -434,21 +475,32 @@ auto produce_decision(rd_kafka_t* rk, const char* topic, const Decision& d, std:
 /// keyroute::salting_router; the stamp, when real, is written as the stamp header), or a static
 /// partitioner with `route(key) const` (no stamp). `decide()` is called exactly once.
 ///
+/// Arguments produce_to refuses whatever the partition (a null `rk`, `topic` or header name,
+/// an extra header named keyroute-stamp) are refused before routing: nothing is counted and no
+/// stamp is used (the result's partition is RD_KAFKA_PARTITION_UA).
+///
 /// @pre The router's partition count equals the topic's (a larger one fails with
-///      RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION; a smaller one silently leaves partitions unused).
+///      RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, as does a partition above INT32_MAX; a smaller
+///      one silently leaves partitions unused).
 /// @returns the partition, the stamp and librdkafka's error code; on failure see produce_result.
 /// Thread-safety: as the router's `decide()`/`route()` and rd_kafka_produceva.
 template <class Router>
 [[nodiscard]] auto produce(rd_kafka_t* rk, const char* topic, Router& router, std::string_view key,
                            std::string_view value, header_list extra = {}, void* opaque = nullptr)
     -> produce_result {
+    if (detail::bad_arguments(rk, topic, extra)) {
+        produce_result r;
+        r.error = RD_KAFKA_RESP_ERR__INVALID_ARG;
+        return r;
+    }
     if constexpr (detail::has_decide<Router>::value) {
         return detail::produce_decision(rk, topic, router.decide(key), key, value, extra, opaque);
     } else {
         static_assert(detail::has_route<Router>::value,
                       "keyroute::kafka::produce: the router needs decide(key) or route(key)");
         produce_result r;
-        r.partition = static_cast<std::int32_t>(router.route(key));
+        r.partition = detail::partition_arg(router.route(key), r.error);
+        if (r.error != RD_KAFKA_RESP_ERR_NO_ERROR) return r;
         r.error = produce_to(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
         return r;
     }
@@ -460,6 +512,11 @@ template <class Router, class TimePoint>
 [[nodiscard]] auto produce_at(rd_kafka_t* rk, const char* topic, Router& router, TimePoint now,
                               std::string_view key, std::string_view value, header_list extra = {},
                               void* opaque = nullptr) -> produce_result {
+    if (detail::bad_arguments(rk, topic, extra)) {
+        produce_result r;
+        r.error = RD_KAFKA_RESP_ERR__INVALID_ARG;
+        return r;
+    }
     return detail::produce_decision(rk, topic, router.decide(key, now), key, value, extra, opaque);
 }
 

@@ -2,9 +2,13 @@
 
 /// @file
 /// detail::availability: which partitions are marked unavailable, and where a cold key goes
-/// while its home is (failover_cold_keys): the available partition with the highest rendezvous
-/// score of the key's XXH3 hash with seed 0, so that every producer, and the same one after a
-/// restart, picks the same partition, and only the unavailable partition's keys move.
+/// while its home is (failover_cold_keys): the first available partition of a sequence drawn
+/// from the key's XXH3 hash with seed 0 alone, so that every producer, and the same one after a
+/// restart, picks the same partition, and only the unavailable partition's keys move (a key
+/// moves only when the partition it failed over to goes down, or an earlier one of its sequence
+/// comes back). The sequence is `max_probes` long: n / available probes on average, whatever
+/// n; past it (most partitions down), the available partition with the highest rendezvous score
+/// of the key's hash, which scans every partition.
 
 #include "../detail/mix.hpp"
 
@@ -55,10 +59,19 @@ public:
         return m_changes.load(std::memory_order_acquire);
     }
 
+    /// Draws before failover() scans every partition instead.
+    static constexpr std::uint32_t max_probes = 64;
+
     /// The failover partition of a key whose home is down: see the file comment. `seed0_hash`
     /// is XXH3_64bits(key) (seed 0). Returns home when every partition is down.
     [[nodiscard]] auto failover(std::uint32_t home, std::uint64_t seed0_hash) const noexcept
         -> std::uint32_t {
+        for (std::uint32_t i = 1; i <= max_probes; ++i) {
+            const std::uint64_t draw = mix64(seed0_hash + 0x9e3779b97f4a7c15ULL * i);
+            // The draw's top 32 bits scaled to [0, n): Lemire's multiply-shift.
+            const auto p = static_cast<std::uint32_t>(((draw >> 32U) * m_n) >> 32U);
+            if (!down(p)) return p;
+        }
         std::uint32_t best = home;
         std::uint64_t best_score = 0;
         for (std::uint32_t p = 0; p < m_n; ++p) {

@@ -44,9 +44,10 @@ struct salting_config {
     /// where that would take the state of a router with 2 lanes above 256 KiB (up to 1024
     /// partitions). In [0, 4096]. config() reports the value in force.
     std::uint32_t max_hot_keys = 0;
-    /// Lanes: threads that route through this router without sharing counters; more threads
-    /// share one overflow lane, which sends every event home. A thread keeps its lane for the
-    /// router's life: size this to the threads that will ever route. 0 = automatic: 8, or the
+    /// Lanes: threads that route through this router at once without sharing counters; more
+    /// threads share one overflow lane, which sends every event home. A thread keeps its lane
+    /// until it ends, then the lane goes to the next thread that needs one (one on the overflow
+    /// lane included): size this to the threads routing at once. 0 = automatic: 8, or the
     /// hardware threads if more (at most 16), fewer only to keep the state within 256 KiB, at
     /// least 2. At most 256. salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
@@ -59,9 +60,9 @@ struct salting_config {
     std::uint64_t seed = 0;
     /// Send events bound for an unavailable home partition (cold keys', and a hot key's that go
     /// home: before it proves itself, and the stamped ones that close or open a spread stretch)
-    /// to another available partition (rendezvous hashing among the available ones, on the key's
-    /// XXH3 hash with seed 0, so that every producer picks the same one); they come back when it
-    /// returns. This gives up the order of those keys' home-bound events across the change,
+    /// to another available partition (the first available one of a sequence drawn from the
+    /// key's XXH3 hash with seed 0, so that every producer picks the same one; a few draws on
+    /// average, whatever the partition count); they come back when it returns. This gives up the order of those keys' home-bound events across the change,
     /// which no resequencer can restore. Off, they wait for their home, held by the client.
     bool failover_cold_keys = false;
 };

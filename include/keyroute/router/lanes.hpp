@@ -10,6 +10,13 @@
 /// events. It keeps each tracked key's run and stamp state. Threads beyond the exclusive lanes
 /// share the overflow lane, which sends every event home unstamped and only counts them (with
 /// read-modify-writes): a thread's events of a key then all go to one partition, in order.
+///
+/// A thread keeps its lane until it ends; then the lane is given back (lane_owners), and the
+/// next thread that claims a lane, or routes through the overflow lane, takes it over with its
+/// counts, runs and episodes (to a consumer the lane is one producer whatever thread runs it),
+/// after marking each open stretch to close at its next event (taken_over()). A lane passes by
+/// a release from the ending thread and an acquire by the next, so its plain fields pass
+/// between them safely.
 
 #include "sequencer.hpp"
 #include "window_clock.hpp"
@@ -71,7 +78,6 @@ struct alignas(64) lane {
     std::atomic<std::uint32_t>* cold = nullptr;     // [partition]
     std::atomic<std::uint32_t>* tracked = nullptr;  // [partition]
     lane_slot* slots = nullptr;                     // [slot]
-    std::atomic<std::uintptr_t> owner{0};  // the claiming thread's lane cache address, 0: none
     // Written by the lane's thread, read by the planner and stats().
     alignas(64) std::atomic<std::int64_t> window{no_window};
     // Events in `window`: `events` up to the current batch of `batch` events, of which
@@ -172,11 +178,109 @@ struct lane_cache {
     };
     std::array<entry, 4> entries{};
     std::uint32_t next_victim = 0;
+    // Set once the thread's leases gave its lanes back (it is ending): `entries` as they were
+    // then, so that a late event takes its own lane again rather than another one.
+    bool ending = false;
+    std::array<entry, 4> given_back{};
 };
 
 inline auto thread_lane_cache() noexcept -> lane_cache& {
     thread_local lane_cache cache;
     return cache;
+}
+
+/// Who holds each exclusive lane of a router: the address of the claiming thread's lane_cache,
+/// `unclaimed`, or `given_back` once that thread ended. Shared with the threads that hold a
+/// lane, so that a thread ending after its router was destroyed touches nothing freed.
+struct lane_owners {
+    static constexpr std::uintptr_t unclaimed = 0;
+    static constexpr std::uintptr_t given_back = 1;  // never a lane_cache's address
+
+    explicit lane_owners(std::uint32_t lanes)
+        : owner(std::make_unique<std::atomic<std::uintptr_t>[]>(lanes)) {}
+
+    /// The thread `me` ended: its lane `i` goes back (if `me` still holds it).
+    void give_back(std::uint32_t i, std::uintptr_t me) noexcept {
+        std::uintptr_t expected = me;
+        if (owner[i].compare_exchange_strong(expected, given_back, std::memory_order_release,
+                                             std::memory_order_relaxed)) {
+            returned.fetch_add(1, std::memory_order_release);
+        }
+    }
+
+    /// Takes a lane given back, among lanes [first, end), for `me`; false if there is none.
+    auto take_back(std::uint32_t first, std::uint32_t end, std::uintptr_t me,
+                   std::uint32_t& lane) noexcept -> bool {
+        if (returned.load(std::memory_order_acquire) == 0) return false;
+        for (std::uint32_t i = first; i < end; ++i) {
+            std::uintptr_t expected = given_back;
+            if (owner[i].compare_exchange_strong(expected, me, std::memory_order_acquire,
+                                                 std::memory_order_relaxed)) {
+                returned.fetch_sub(1, std::memory_order_relaxed);
+                lane = i;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    [[nodiscard]] auto any_returned() const noexcept -> bool {
+        return returned.load(std::memory_order_relaxed) != 0;
+    }
+
+    std::unique_ptr<std::atomic<std::uintptr_t>[]> owner;  // [exclusive lane]
+    std::atomic<std::uint32_t> returned{0};                // lanes given back, not taken again
+};
+
+/// The lanes a thread holds, given back when it ends. Touched only when a thread claims a lane
+/// (the route path reads lane_cache, which has no destructor and so no guard on each access).
+/// A thread holding lanes of more than `size` routers at once does not give the others back
+/// (a later thread whose thread-local storage lands at the same address finds them).
+struct lane_leases {
+    struct lease {
+        std::weak_ptr<lane_owners> owners;
+        std::uintptr_t me = 0;
+        std::uint32_t lane = 0;
+    };
+    static constexpr std::size_t size = 16;
+    std::array<lease, size> held{};
+
+    void add(const std::shared_ptr<lane_owners>& owners, std::uintptr_t me,
+             std::uint32_t lane) noexcept {
+        for (const lease& l : held) {
+            const bool same_owners =
+                !l.owners.owner_before(owners) && !owners.owner_before(l.owners);
+            if (same_owners && l.me == me && l.lane == lane) return;  // leased already
+        }
+        for (lease& l : held) {
+            if (l.owners.expired()) {  // free, or its router is gone
+                l = lease{owners, me, lane};
+                return;
+            }
+        }
+    }
+
+    lane_leases() = default;
+    lane_leases(const lane_leases&) = delete;
+    auto operator=(const lane_leases&) -> lane_leases& = delete;
+    lane_leases(lane_leases&&) = delete;
+    auto operator=(lane_leases&&) -> lane_leases& = delete;
+    // Also stops the thread from routing on the lanes it gave back: a thread_local object made
+    // before the thread's first lane may route in its destructor, after this one has run.
+    ~lane_leases() {
+        for (lease& l : held) {
+            if (const std::shared_ptr<lane_owners> o = l.owners.lock()) o->give_back(l.lane, l.me);
+        }
+        lane_cache& cache = thread_lane_cache();
+        cache.given_back = cache.entries;
+        cache.entries = {};
+        cache.ending = true;
+    }
+};
+
+inline auto thread_lane_leases() noexcept -> lane_leases& {
+    thread_local lane_leases leases;
+    return leases;
 }
 
 /// A router's lanes: `exclusive` of them, then the overflow lane.
@@ -187,6 +291,8 @@ public:
         : m_exclusive(exclusive),
           m_uid(uid),
           m_lanes(std::make_unique<lane[]>(exclusive + 1U)),
+          m_owners(std::make_shared<lane_owners>(exclusive)),
+          m_slot_count(slot_count),
           m_loads(std::make_unique<std::atomic<std::uint32_t>[]>(std::size_t{exclusive + 1U} * 2U *
                                                                  partitions)),
           m_slots(std::make_unique<lane_slot[]>(std::size_t{exclusive} * slot_count)) {
@@ -210,15 +316,17 @@ public:
         return std::size_t{exclusive + 1U} *
                    (sizeof(lane) +
                     2U * std::size_t{partitions} * sizeof(std::atomic<std::uint32_t>)) +
-               std::size_t{exclusive} * slot_count * sizeof(lane_slot);
+               std::size_t{exclusive} * slot_count * sizeof(lane_slot) + sizeof(lane_owners) +
+               std::size_t{exclusive} * sizeof(std::atomic<std::uintptr_t>);
     }
 
     [[nodiscard]] auto count() const noexcept -> std::uint32_t { return m_exclusive + 1U; }
     [[nodiscard]] auto at(std::uint32_t i) noexcept -> lane& { return m_lanes[i]; }
     [[nodiscard]] auto at(std::uint32_t i) const noexcept -> const lane& { return m_lanes[i]; }
 
-    /// The calling thread's lane: from its cache, else the one it claimed before, else a new
-    /// exclusive one while any is left, else the overflow lane.
+    /// The calling thread's lane: from its cache, else the one it claimed before, else a lane
+    /// given back by a thread that ended, else a new exclusive one while any is left, else the
+    /// overflow lane.
     [[nodiscard]] auto mine() noexcept -> lane& {
         lane_cache& cache = thread_lane_cache();
         for (const auto& e : cache.entries) {
@@ -227,35 +335,80 @@ public:
         return claim(cache);
     }
 
+    /// For a thread that mine() put on the overflow lane: a lane given back since, if any
+    /// (the thread keeps it), else the overflow lane. O(1) while none is given back.
+    [[nodiscard]] auto leave_overflow() noexcept -> lane& {
+        if (!m_owners->any_returned()) return m_lanes[m_exclusive];
+        return claim(thread_lane_cache());
+    }
+
 private:
     [[gnu::noinline]] auto claim(lane_cache& cache) noexcept -> lane& {
         const auto me = reinterpret_cast<std::uintptr_t>(&cache);
         std::uint32_t index = m_exclusive;
+        if (cache.ending) return reclaim_ending(cache, me);
         const std::uint32_t claimed = std::min(m_next.load(std::memory_order_relaxed), m_exclusive);
         for (std::uint32_t i = 0; i < claimed; ++i) {
-            if (m_lanes[i].owner.load(std::memory_order_relaxed) == me) {
+            if (m_owners->owner[i].load(std::memory_order_relaxed) == me) {
                 index = i;
                 break;
             }
         }
+        if (index == m_exclusive && m_owners->take_back(0, claimed, me, index)) taken_over(index);
         if (index == m_exclusive) {
             const std::uint32_t next = m_next.fetch_add(1, std::memory_order_relaxed);
             if (next < m_exclusive) {
                 index = next;
-                m_lanes[index].owner.store(me, std::memory_order_relaxed);
+                m_owners->owner[index].store(me, std::memory_order_relaxed);
             } else {
                 m_next.store(m_exclusive, std::memory_order_relaxed);
             }
         }
-        auto& victim = cache.entries[cache.next_victim++ % cache.entries.size()];
-        victim.router_uid = m_uid;
-        victim.lane = index;
+        if (index < m_exclusive) thread_lane_leases().add(m_owners, me, index);
+        return remember(cache, index);
+    }
+
+    // A thread whose leases gave its lanes back routes again (from a thread_local destructor):
+    // it takes its own lane back if nobody took it meanwhile, else the overflow lane. It cannot
+    // lease the lane again, so the lane stays with its address (it never gives it back).
+    auto reclaim_ending(lane_cache& cache, std::uintptr_t me) noexcept -> lane& {
+        std::uint32_t index = m_exclusive;
+        for (const auto& e : cache.given_back) {
+            if (e.router_uid != m_uid || e.lane >= m_exclusive) continue;
+            if (m_owners->take_back(e.lane, e.lane + 1U, me, index)) taken_over(index);
+        }
+        return remember(cache, index);
+    }
+
+    // A thread took over lane `i` from one that ended: each of its open stretches is closed by
+    // its next event (home, stamped), which then follows on home whatever the thread sent there
+    // through another lane, so that the thread's own events of a key keep their order.
+    void taken_over(std::uint32_t i) noexcept {
+        lane_slot* slots = m_lanes[i].slots;
+        for (std::uint32_t s = 0; s < m_slot_count; ++s) {
+            slots[s].seq.close_next();
+            if (slots[s].seq.closing()) slots[s].run_left = 0;
+        }
+    }
+
+    // Notes lane `index` as the thread's in this router: in the router's entry (the overflow
+    // lane's, when it leaves it), else in place of another router's.
+    auto remember(lane_cache& cache, std::uint32_t index) noexcept -> lane& {
+        lane_cache::entry* slot = nullptr;
+        for (auto& e : cache.entries) {
+            if (e.router_uid == m_uid) slot = &e;
+        }
+        if (slot == nullptr) slot = &cache.entries[cache.next_victim++ % cache.entries.size()];
+        slot->router_uid = m_uid;
+        slot->lane = index;
         return m_lanes[index];
     }
 
     std::uint32_t m_exclusive;
     std::uint64_t m_uid;
     std::unique_ptr<lane[]> m_lanes;
+    std::shared_ptr<lane_owners> m_owners;  // shared with the threads holding a lane
+    std::uint32_t m_slot_count;
     std::unique_ptr<std::atomic<std::uint32_t>[]> m_loads;
     std::unique_ptr<lane_slot[]> m_slots;
     std::atomic<std::uint32_t> m_next{0};

@@ -41,6 +41,10 @@ public:
     auto next(bool spread, std::uint64_t& episodes, std::uint64_t step, std::uint32_t last) noexcept
         -> sequenced {
         sequenced s;
+        if (m_close) {  // close_next(): this event closes the stretch, whatever the plan says
+            m_close = false;
+            spread = false;
+        }
         if (spread) {
             if (m_episode == 0) {
                 episodes += step;
@@ -74,6 +78,8 @@ public:
     /// next(true, ...) for an event that neither opens nor closes a stretch: while one is open
     /// and its next sequence is below `last`, the event's episode and sequence, and true;
     /// otherwise false, and nothing changed (next() decides).
+    /// @pre !closing() (whoever calls close_next() ends the key's run, so the route path's run
+    /// fast path does not come here; next() closes the stretch).
     auto continue_stretch(std::uint32_t last, std::uint64_t& episode,
                           std::uint64_t& sequence) noexcept -> bool {
         if (m_episode == 0 || m_next >= last) return false;
@@ -85,14 +91,22 @@ public:
     /// True while a spread stretch is open on this lane.
     [[nodiscard]] auto open() const noexcept -> bool { return m_episode != 0; }
 
+    /// The lane passed to another thread: the next event of an open stretch closes it (home,
+    /// stamped), so that it follows on home what the new thread sent there before.
+    void close_next() noexcept { m_close = m_episode != 0; }
+    /// True while close_next()'s event is still to come.
+    [[nodiscard]] auto closing() const noexcept -> bool { return m_close; }
+
     /// Forgets the stretch (the slot went to another key).
     void reset() noexcept {
         m_episode = 0;
         m_next = 0;
+        m_close = false;
     }
 
 private:
     std::uint32_t m_next = 0;
+    bool m_close = false;  // in m_next's padding: the sequencer stays 16 bytes
     std::uint64_t m_episode = 0;
 };
 
