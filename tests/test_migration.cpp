@@ -292,6 +292,10 @@ TEST_CASE("sparse ids are counted in a map, not an array up to the largest", "[m
     CHECK(keyroute::detail::flow_table((std::uint64_t{1} << 20U) - 1, 4).dense_ids() == 0);
     CHECK(keyroute::detail::flow_table(1023, 4).dense_ids() == 1024);
     CHECK(keyroute::detail::flow_table(99999, 20000).dense_ids() == 100000);
+    // Dense however many ids (2^23 listed ids took a hash map of 1.4 GB, where the array is 576
+    // MiB); 2^20 was the limit.
+    CHECK(keyroute::detail::flow_table(std::uint64_t{1} << 20U, std::uint64_t{1} << 17U)
+              .dense_ids() == (std::size_t{1} << 20U) + 1U);
     const keyroute::rendezvous_partitioner<> before(std::vector<std::uint32_t>{0, 1048575});
     const keyroute::rendezvous_partitioner<> after(std::vector<std::uint32_t>{0, 1048574});
     const auto r = keyroute::compare_partitioners(before, after, keyroute::generated_keys{1000});

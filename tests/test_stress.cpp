@@ -227,6 +227,7 @@ void round(int threads, std::uint32_t lanes, std::uint64_t seed,
     constexpr std::size_t cap = std::size_t{1} << 20;  // 16 MiB of records per thread
     std::vector<std::vector<record>> records(static_cast<std::size_t>(threads));
     std::atomic<bool> stop{false};
+    std::atomic<int> stopped{0};
     std::vector<std::thread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
@@ -248,6 +249,11 @@ void round(int threads, std::uint32_t lanes, std::uint64_t seed,
                                       d.stamp.lane, k});
                 if (mine.size() == cap) stop.store(true, std::memory_order_relaxed);
             }
+            // A thread ends only once all have stopped routing: a lane given back by a thread
+            // that ended would pass to one still routing, whose records would then show another
+            // thread's episode part way (test_salting_router checks that hand-over).
+            stopped.fetch_add(1);
+            while (stopped.load() < threads) std::this_thread::yield();
         });
     }
     while (!stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline)

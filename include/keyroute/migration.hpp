@@ -175,6 +175,16 @@ auto enumerate_ids(const P& p, std::uint64_t limit, Fn&& fn) -> bool {
     }
 }
 
+/// The ids enumerate_ids() lists for `p` with `limit`.
+template <class P>
+auto listed_ids(const P& p, std::uint64_t limit) -> std::uint64_t {
+    if constexpr (has_ids<P>::value) {
+        return p.ids().size();
+    } else {
+        return p.partitions() > limit ? 0 : p.partitions();
+    }
+}
+
 template <class P>
 auto max_partition_id(const P& p) -> std::uint64_t {
     if constexpr (has_ids<P>::value) {
@@ -186,16 +196,18 @@ auto max_partition_id(const P& p) -> std::uint64_t {
     }
 }
 
-/// Flow accumulators by partition id: a dense array where the ids are small and not too sparse
-/// (below 2^20, and below 8 x the partitions of both sides + 1024), a hash map otherwise (until
-/// 0.2.9 two ids {0, 2^20 - 1} took a 72 MiB array).
+/// Flow accumulators by partition id: a dense array where the ids are not too sparse (the
+/// largest below 8 x the ids both sides list + 1024), a hash map otherwise (until 0.2.9 two ids
+/// {0, 2^20 - 1} took a 72 MiB array). The array is at most 8 entries a listed id (plus 1024),
+/// where the map takes several times an entry each: on 2^23 dense ids it took 1.4 GB.
 class flow_table {
 public:
+    /// Partitioners without ids() are listed up to this many partitions (above it, only the ids
+    /// that keys reach are counted, in the hash map).
     static constexpr std::uint64_t dense_limit = std::uint64_t{1} << 20U;
 
-    flow_table(std::uint64_t max_id, std::uint64_t partitions) {
-        if (max_id < dense_limit && max_id < 8 * partitions + 1024)
-            m_dense.resize(static_cast<std::size_t>(max_id) + 1);
+    flow_table(std::uint64_t max_id, std::uint64_t listed_ids) {
+        if (max_id < 8 * listed_ids + 1024) m_dense.resize(static_cast<std::size_t>(max_id) + 1);
     }
 
     /// An id past the enumerated ones (a partitioner that routes outside its own ids) goes to
@@ -238,8 +250,8 @@ public:
         : m_old(before),
           m_new(after),
           m_flows(std::max(max_partition_id(before), max_partition_id(after)),
-                  static_cast<std::uint64_t>(before.partitions()) +
-                      static_cast<std::uint64_t>(after.partitions())) {
+                  listed_ids(before, flow_table::dense_limit) +
+                      listed_ids(after, flow_table::dense_limit)) {
         enumerate_ids(before, flow_table::dense_limit,
                       [&](std::uint32_t id) { m_flows.at(id).in_old = true; });
         enumerate_ids(after, flow_table::dense_limit,
@@ -309,8 +321,8 @@ struct is_key_range<Keys, std::void_t<decltype(std::begin(std::declval<const Key
 ///         weight is negative, infinite or NaN (the message names the index and value), or the
 ///         weights add up to more than a double holds (every total of the report is then
 ///         finite).
-/// Complexity: two routes per key; memory O(keys + partitions), plus, where the ids are below
-/// 2^20 and not sparse (see detail::flow_table), 72 bytes per id up to the largest. Thread-safe if
+/// Complexity: two routes per key; memory O(keys + partitions), plus, where the ids are not
+/// sparse (see detail::flow_table), 72 bytes per id up to the largest. Thread-safe if
 /// the partitioners' `route()` is.
 template <class Old, class New, class Keys,
           std::enable_if_t<detail::is_key_range<Keys>::value, int> = 0>

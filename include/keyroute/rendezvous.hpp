@@ -43,8 +43,9 @@ namespace keyroute {
 ///
 /// Compatibility contract: for a given key and id set (and weights) the partition never changes
 /// between releases. The unweighted result is integer-only; the weighted one calls std::log, so
-/// it is the same on every platform whose libm log is correctly rounded (glibc >= 2.28, for one)
-/// and elsewhere may differ in the rare key whose two best scores are within an ulp.
+/// it is the same wherever the same libm log is used (and the code is not built with
+/// -ffast-math, which may use another), and elsewhere may differ in the rare key whose two best
+/// scores are within an ulp.
 ///
 /// Thread-safety: `route()` is const and touches no shared mutable state; one instance may be
 /// shared by any number of threads. Complexity: one hash of the key plus O(n) per route (n mixes,

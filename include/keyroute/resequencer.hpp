@@ -1174,8 +1174,8 @@ private:
     void release_due(gap_reason why) {
         const deadline_item item = m_deadlines.top();
         if (is_pending(item.slot, item.serial)) force(item.slot, item.serial, why);
-        // force() leaves the deadlines as it was (nothing is held meanwhile): `item` is still first.
-        // It stays if force() stopped at the event being pushed.
+        // force() leaves the deadlines as they were (nothing is held meanwhile): `item` is still
+        // first. It stays if force() stopped at the event being pushed.
         if (is_pending(item.slot, item.serial)) return;
         m_deadlines.pop();
     }
@@ -1472,7 +1472,7 @@ private:
     detail::episode_table<episode_state> m_episodes;
     std::unordered_map<std::uint32_t, partition_state> m_partitions;
     std::vector<partition_state*> m_partition_index;  // partition -> its node in m_partitions
-    detail::deadline_queue<time_type> m_deadlines;     // of the held events, lazily deleted
+    detail::deadline_queue<time_type> m_deadlines;    // of the held events, lazily deleted
 
     std::vector<fifo*> m_dirty;
     std::vector<fifo*> m_emptied;

@@ -43,7 +43,7 @@ inline constexpr std::string_view stamp_header_name = "keyroute-stamp";
 /// One event's ordering stamp. A default-constructed stamp (episode 0) means "no stamp".
 struct stamp {
     std::uint64_t producer = 0;  ///< router instance id (salting_config::producer_id)
-    std::uint16_t lane = 0;  ///< producer lane (one routing thread at a time) within the router
+    std::uint16_t lane = 0;      ///< producer lane (one routing thread at a time) within the router
     std::uint64_t episode = 0;   ///< >= 1 for a real stamp; unique per (producer, lane)
     /// 0, 1, 2, ... within the episode, without gaps; 2^64-1 would be the episode's last (the
     /// resequencer then treats the episode as finished). The salting router writes at most

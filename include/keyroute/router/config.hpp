@@ -62,8 +62,9 @@ struct salting_config {
     /// home: before it proves itself, and the stamped ones that close or open a spread stretch)
     /// to another available partition (the first available one of a sequence drawn from the
     /// key's XXH3 hash with seed 0, so that every producer picks the same one; a few draws on
-    /// average, whatever the partition count); they come back when it returns. This gives up the order of those keys' home-bound events across the change,
-    /// which no resequencer can restore. Off, they wait for their home, held by the client.
+    /// average, whatever the partition count); they come back when it returns. This gives up the
+    /// order of those keys' home-bound events across the change, which no resequencer can restore.
+    /// Off, they wait for their home, held by the client.
     bool failover_cold_keys = false;
 };
 
