@@ -197,9 +197,8 @@ auto max_partition_id(const P& p) -> std::uint64_t {
 }
 
 /// Flow accumulators by partition id: a dense array where the ids are not too sparse (the
-/// largest below 8 x the ids both sides list + 1024), a hash map otherwise (until 0.2.9 two ids
-/// {0, 2^20 - 1} took a 72 MiB array). The array is at most 8 entries a listed id (plus 1024),
-/// where the map takes several times an entry each: on 2^23 dense ids it took 1.4 GB.
+/// largest below 8 x the ids both sides list + 1024), a hash map otherwise: the array takes at
+/// most 8 entries a listed id (plus 1024), where the map takes several times an entry each.
 class flow_table {
 public:
     /// Partitioners without ids() are listed up to this many partitions (above it, only the ids

@@ -352,32 +352,11 @@ namespace detail {
     return false;
 }
 
-}  // namespace detail
-
-/// Produces one message to an explicit `partition` of `topic`, the key as the message key, and,
-/// when `s` is a real stamp (`bool(s)`), the header keyroute::stamp_header_name holding
-/// `encode_stamp(s)`, after the `extra` headers (so it is the last one of that name).
-///
-/// Key, value and headers are copied (RD_KAFKA_MSG_F_COPY); `opaque` reaches the delivery report
-/// as `rkmessage->_private`. An empty key is sent as an empty (non-null) key; a default
-/// (null-data) `value` is sent as a null value.
-///
-/// @pre `rk` is a producer, `topic` a NUL-terminated name, `partition` < the topic's partition
-///      count (else the message fails with RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION).
-/// @returns RD_KAFKA_RESP_ERR_NO_ERROR when queued; RD_KAFKA_RESP_ERR__INVALID_ARG for a null
-///          `rk`/`topic`/header name, an extra header named keyroute::stamp_header_name (pass
-///          the stamp as `s`; strip the header from headers copied off a consumed message) or a
-///          negative partition; otherwise librdkafka's error.
-/// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute for a message
-/// without headers; with a stamp or extra headers, one librdkafka header list (owned by the
-/// message once queued; freed here if producing fails).
-[[nodiscard]] inline auto produce_to(rd_kafka_t* rk, const char* topic, std::int32_t partition,
-                                     const keyroute::stamp& s, std::string_view key,
-                                     std::string_view value, header_list extra = {},
-                                     void* opaque = nullptr) noexcept -> rd_kafka_resp_err_t {
-    if (partition < 0 || detail::bad_arguments(rk, topic, extra)) {
-        return RD_KAFKA_RESP_ERR__INVALID_ARG;
-    }
+// produce_to() once its arguments are checked (produce() checks them before routing).
+[[nodiscard]] inline auto produce_checked(rd_kafka_t* rk, const char* topic, std::int32_t partition,
+                                          const keyroute::stamp& s, std::string_view key,
+                                          std::string_view value, header_list extra,
+                                          void* opaque) noexcept -> rd_kafka_resp_err_t {
     const encoded_stamp bytes = s ? encode_stamp(s) : encoded_stamp{};
     // The header name must be NUL-terminated; stamp_header_name is a literal, so data() is.
     const char* const stamp_name = stamp_header_name.data();
@@ -438,15 +417,47 @@ namespace detail {
     return code;
 }
 
+}  // namespace detail
+
+/// Produces one message to an explicit `partition` of `topic`, the key as the message key, and,
+/// when `s` is a real stamp (`bool(s)`), the header keyroute::stamp_header_name holding
+/// `encode_stamp(s)`, after the `extra` headers (so it is the last one of that name).
+///
+/// Key, value and headers are copied (RD_KAFKA_MSG_F_COPY); `opaque` reaches the delivery report
+/// as `rkmessage->_private`. An empty key is sent as an empty (non-null) key; a default
+/// (null-data) `value` is sent as a null value.
+///
+/// @pre `rk` is a producer, `topic` a NUL-terminated name, `partition` < the topic's partition
+///      count (else the message fails with RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION).
+/// @returns RD_KAFKA_RESP_ERR_NO_ERROR when queued; RD_KAFKA_RESP_ERR__INVALID_ARG for a null
+///          `rk`/`topic`/header name, an extra header named keyroute::stamp_header_name (pass
+///          the stamp as `s`; strip the header from headers copied off a consumed message) or a
+///          negative partition; otherwise librdkafka's error.
+/// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute for a message
+/// without headers; with a stamp or extra headers, one librdkafka header list (owned by the
+/// message once queued; freed here if producing fails).
+[[nodiscard]] inline auto produce_to(rd_kafka_t* rk, const char* topic, std::int32_t partition,
+                                     const keyroute::stamp& s, std::string_view key,
+                                     std::string_view value, header_list extra = {},
+                                     void* opaque = nullptr) noexcept -> rd_kafka_resp_err_t {
+    if (partition < 0 || detail::bad_arguments(rk, topic, extra)) {
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    }
+    return detail::produce_checked(rk, topic, partition, s, key, value, extra, opaque);
+}
+
 namespace detail {
 
-// A router's partition as librdkafka's int32: above INT32_MAX, `error` is set (no topic has that
-// partition); a negative one passes on, for produce_to to refuse.
+// A router's partition as librdkafka's int32; RD_KAFKA_PARTITION_UA with `error` set for one
+// librdkafka cannot name: negative (as produce_to refuses it) or above INT32_MAX (no topic has it).
 template <class P>
 auto partition_arg(P p, rd_kafka_resp_err_t& error) noexcept -> std::int32_t {
     constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
     if constexpr (std::is_signed_v<P>) {
-        if (p < 0) return -1;
+        if (p < 0) {
+            error = RD_KAFKA_RESP_ERR__INVALID_ARG;
+            return RD_KAFKA_PARTITION_UA;
+        }
     }
     if (static_cast<std::uint64_t>(p) > max) {
         error = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
@@ -463,7 +474,14 @@ auto produce_decision(rd_kafka_t* rk, const char* topic, const Decision& d, std:
     r.partition = partition_arg(d.partition, r.error);
     r.stamp = d.stamp;
     if (r.error != RD_KAFKA_RESP_ERR_NO_ERROR) return r;
-    r.error = produce_to(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
+    r.error = produce_checked(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
+    return r;
+}
+
+// What produce() returns for arguments produce_to() would refuse: nothing routed.
+inline auto refused_arguments() noexcept -> produce_result {
+    produce_result r;
+    r.error = RD_KAFKA_RESP_ERR__INVALID_ARG;
     return r;
 }
 
@@ -488,11 +506,7 @@ template <class Router>
 [[nodiscard]] auto produce(rd_kafka_t* rk, const char* topic, Router& router, std::string_view key,
                            std::string_view value, header_list extra = {}, void* opaque = nullptr)
     -> produce_result {
-    if (detail::bad_arguments(rk, topic, extra)) {
-        produce_result r;
-        r.error = RD_KAFKA_RESP_ERR__INVALID_ARG;
-        return r;
-    }
+    if (detail::bad_arguments(rk, topic, extra)) return detail::refused_arguments();
     if constexpr (detail::has_decide<Router>::value) {
         return detail::produce_decision(rk, topic, router.decide(key), key, value, extra, opaque);
     } else {
@@ -501,7 +515,8 @@ template <class Router>
         produce_result r;
         r.partition = detail::partition_arg(router.route(key), r.error);
         if (r.error != RD_KAFKA_RESP_ERR_NO_ERROR) return r;
-        r.error = produce_to(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
+        r.error =
+            detail::produce_checked(rk, topic, r.partition, r.stamp, key, value, extra, opaque);
         return r;
     }
 }
@@ -512,11 +527,7 @@ template <class Router, class TimePoint>
 [[nodiscard]] auto produce_at(rd_kafka_t* rk, const char* topic, Router& router, TimePoint now,
                               std::string_view key, std::string_view value, header_list extra = {},
                               void* opaque = nullptr) -> produce_result {
-    if (detail::bad_arguments(rk, topic, extra)) {
-        produce_result r;
-        r.error = RD_KAFKA_RESP_ERR__INVALID_ARG;
-        return r;
-    }
+    if (detail::bad_arguments(rk, topic, extra)) return detail::refused_arguments();
     return detail::produce_decision(rk, topic, router.decide(key, now), key, value, extra, opaque);
 }
 
