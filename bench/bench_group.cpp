@@ -4,7 +4,7 @@
 //     bench_group [events [members [cost_us]]]     (defaults: 40000 4 100)
 //
 // On librdkafka's mock cluster (3 brokers, a 32-partition topic), for 1 and then `members`
-// members, each in its own forked process: the members join an empty group and wait until the
+// members, each in its own child process: the members join an empty group and wait until the
 // assignment covers every partition, then the parent produces `events` events through the
 // salting router (a 90% hot key, 2,000 cold keys), and every member's process() sleeps
 // `cost_us` microseconds per event (a sleep per batch of 50). The process stage's throughput is

@@ -1,10 +1,11 @@
 #pragma once
 
-// One member of a keyroute::kafka::ordered_group run in a forked child against the mock cluster
+// One member of a keyroute::kafka::ordered_group run in a child process against the mock cluster
 // of the parent (the ordered_group tests and bench/bench_group.cpp). apply() appends "key value"
 // lines to one file per home; the home's checkpoint stores the file's length and a takeover cuts
 // the file back to it, the pattern group_handlers documents for exactly-once apply.
 
+#include "child_process.hpp"
 #include "kafka_mock.hpp"
 #include "ordered_consumer_check.hpp"
 
@@ -199,12 +200,38 @@ inline auto run_member(const member_options& o) -> int {
     }
 }
 
-/// Forks a member child; its pid.
+/// member_options as a child's arguments, and back.
+inline auto member_args(const member_options& o) -> std::vector<std::string> {
+    return {o.bootstraps,
+            o.topic,
+            o.group,
+            o.dir.string(),
+            std::to_string(o.id),
+            std::to_string(o.cost.count()),
+            std::to_string(o.batch),
+            std::to_string(o.commit_interval.count())};
+}
+inline auto member_from_args(const std::vector<std::string>& a) -> member_options {
+    if (a.size() != 8) throw std::invalid_argument("a member takes 8 arguments");
+    member_options o;
+    o.bootstraps = a[0];
+    o.topic = a[1];
+    o.group = a[2];
+    o.dir = a[3];
+    o.id = std::stoi(a[4]);
+    o.cost = std::chrono::microseconds(std::stoll(a[5]));
+    o.batch = std::stoi(a[6]);
+    o.commit_interval = std::chrono::milliseconds(std::stoll(a[7]));
+    return o;
+}
+
+KEYROUTE_TEST_CHILD(group_member, [](const std::vector<std::string>& args) {
+    return run_member(member_from_args(args));
+});
+
+/// Starts a member child; its pid.
 inline auto start_member(const member_options& o) -> pid_t {
-    std::fflush(nullptr);
-    const pid_t pid = fork();
-    if (pid == 0) _exit(run_member(o));  // no destructors of the parent's objects
-    return pid;
+    return keyroute_test::spawn_child("group_member", member_args(o));
 }
 
 inline auto read_report(const fs::path& dir, int id) -> member_report {

@@ -1,10 +1,11 @@
 // ordered_consumer killed with SIGKILL at a random point and restarted: every event exactly once
 // in the sink. The sink is a file whose length is stored with each checkpoint (one atomically
 // replaced file), so that what it wrote after the last checkpoint is cut off at the restart: the
-// pattern checkpoint_store documents. The consumers run in forked children (the mock cluster
-// stays in this process); the kill point is a random share of the output (seed printed).
+// pattern checkpoint_store documents. The consumers run in child processes (the mock
+// cluster stays in this process); the kill point is a random share of the output (seed printed).
 // A second case restarts one in-process consumer many times from its checkpoints.
 #include "keyroute_catch.hpp"
+#include "child_process.hpp"
 #include "kafka_mock.hpp"
 #include "kafka_stream.hpp"
 #include "ordered_consumer_check.hpp"
@@ -120,11 +121,12 @@ auto run_consumer(const std::string& bootstraps, const std::string& topic, const
     }
 }
 
+KEYROUTE_TEST_CHILD(restart_consumer, [](const std::vector<std::string>& a) {
+    return a.size() == 3 ? run_consumer(a[0], a[1], a[2]) : 2;
+});
+
 auto start(const std::string& bootstraps, const std::string& topic, const fs::path& dir) -> pid_t {
-    std::fflush(nullptr);
-    const pid_t pid = fork();
-    if (pid == 0) _exit(run_consumer(bootstraps, topic, dir));  // no destructors of the parent's
-    return pid;
+    return keyroute_test::spawn_child("restart_consumer", {bootstraps, topic, dir.string()});
 }
 
 auto read_output(const fs::path& file) -> std::vector<kt::seen> {
@@ -186,7 +188,8 @@ TEST_CASE("a consumer killed with SIGKILL and restarted delivers every event exa
 
     const pid_t second = start(cluster.bootstraps(), topic, dir);
     REQUIRE(second > 0);
-    REQUIRE(waitpid(second, &status, 0) == second);
+    status = keyroute_test::wait_child(second, std::chrono::seconds(120));
+    REQUIRE(status != -1);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
 
