@@ -98,6 +98,43 @@ TEST_CASE("ordered_consumer: clear errors for a missing topic and a changed part
                                  config_for("events"), kk::ordered_consumer::message_sink{}),
             std::invalid_argument);
     }
+    SECTION("durations too long for the clock, fetch_wait above librdkafka's, no brokers") {
+        // milliseconds::max() ("never") overflowed the clock's sums: every partition was idle at
+        // once, and a commit went out at every poll.
+        const auto refused = [&](const kk::ordered_consumer_config& c, const char* words,
+                                 rd_kafka_conf_t* conf) {
+            try {
+                kk::ordered_consumer consumer(conf, c, ignore);
+                FAIL("constructed");
+            } catch (const std::invalid_argument& e) {
+                CHECK_THAT(message_of(e), Catch::Matchers::Contains(words));
+            }
+        };
+        auto bad = config_for("events");
+        bad.idle_timeout = std::chrono::milliseconds::max();
+        refused(bad, "idle_timeout must be in [1, 2147483647] ms, got 9223372036854775807 ms",
+                kt::consumer_conf(cluster.bootstraps(), "errors"));
+        bad = config_for("events");
+        bad.commit_interval = std::chrono::hours(24 * 365);
+        refused(bad, "commit_interval", kt::consumer_conf(cluster.bootstraps(), "errors"));
+        bad = config_for("events");
+        bad.metadata_timeout = std::chrono::milliseconds(-5);
+        refused(bad, "metadata_timeout must be in [1, 2147483647] ms, got -5 ms",
+                kt::consumer_conf(cluster.bootstraps(), "errors"));
+        bad = config_for("events");
+        bad.fetch_wait = std::chrono::milliseconds(400000);
+        refused(bad, "fetch_wait must be in [0, 300000] ms, got 400000 ms",
+                kt::consumer_conf(cluster.bootstraps(), "errors"));
+        // Before this check, a missing bootstrap.servers failed after metadata_timeout (10 s)
+        // as a broker transport failure.
+        refused(config_for("events"), "names no brokers", kt::make_conf({{"group.id", "g"}}));
+        // The longest accepted duration works.
+        auto longest = config_for("events");
+        longest.idle_timeout = std::chrono::milliseconds(2147483647);
+        longest.commit_interval = std::chrono::milliseconds(2147483647);
+        CHECK_NOTHROW(kk::ordered_consumer(kt::consumer_conf(cluster.bootstraps(), "errors"),
+                                           longest, ignore));
+    }
 }
 
 TEST_CASE("ordered_consumer: a malformed stamp is counted and delivered unstamped, or routed",

@@ -131,6 +131,13 @@ TEST_CASE("an ordered_group refuses bad settings and foreign records, by name", 
     CHECK_THROWS_WITH(
         member_type(kt::consumer_conf(bootstraps, "g"), bad_interval, echo_handlers(out)),
         contains("progress_interval"));
+    auto forever = in_process_config("bad");
+    forever.flush_timeout = std::chrono::milliseconds::max();  // overflowed the clock's sums
+    CHECK_THROWS_WITH(member_type(kt::consumer_conf(bootstraps, "g"), forever, echo_handlers(out)),
+                      contains("flush_timeout must be in [1, 2147483647] ms"));
+    CHECK_THROWS_WITH(member_type(kt::make_conf({{"group.id", "g"}}), in_process_config("bad"),
+                                  echo_handlers(out)),
+                      contains("names no brokers"));
     auto same = in_process_config("bad");
     same.repartition_topic = "bad";
     CHECK_THROWS_WITH(member_type(kt::consumer_conf(bootstraps, "g"), same, echo_handlers(out)),

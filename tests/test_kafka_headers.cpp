@@ -204,6 +204,7 @@ TEST_CASE("produce_to rejects invalid arguments before producing", "[kafka]") {
     kt::handle rk = kt::make_producer(cluster().bootstraps(), log);
     CHECK(kk::produce_to(nullptr, "t", 0, {}, "k", "v") == RD_KAFKA_RESP_ERR__INVALID_ARG);
     CHECK(kk::produce_to(rk.get(), nullptr, 0, {}, "k", "v") == RD_KAFKA_RESP_ERR__INVALID_ARG);
+    CHECK(kk::produce_to(rk.get(), "", 0, {}, "k", "v") == RD_KAFKA_RESP_ERR__INVALID_ARG);
     CHECK(kk::produce_to(rk.get(), "t", -1, {}, "k", "v") == RD_KAFKA_RESP_ERR__INVALID_ARG);
     CHECK(kk::produce_to(rk.get(), "t", 0, {}, "k", "v", {{nullptr, "x"}}) ==
           RD_KAFKA_RESP_ERR__INVALID_ARG);
@@ -232,6 +233,7 @@ TEST_CASE("produce refuses what produce_to would before routing: no stamp is use
     const auto now = std::chrono::system_clock::now();
     CHECK(kk::produce(nullptr, "t", router, "k", "v").error == RD_KAFKA_RESP_ERR__INVALID_ARG);
     CHECK(kk::produce(rk.get(), nullptr, router, "k", "v").error == RD_KAFKA_RESP_ERR__INVALID_ARG);
+    CHECK(kk::produce(rk.get(), "", router, "k", "v").error == RD_KAFKA_RESP_ERR__INVALID_ARG);
     CHECK(kk::produce_at(rk.get(), "t", router, now, "k", "v", {{nullptr, "x"}}).error ==
           RD_KAFKA_RESP_ERR__INVALID_ARG);
     const auto r = kk::produce(rk.get(), "t", router, "k", "v", {{"keyroute-stamp", stale}});

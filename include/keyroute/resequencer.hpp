@@ -326,8 +326,8 @@ inline auto check_resequencer_config(const resequencer_config& c) -> const reseq
 /// `duplicate`. Sequence 2^64-1 is an episode's
 /// last: once it is delivered the episode is finished, its next expected sequence stays at
 /// 2^64-1 instead of wrapping to 0, and every later push of the episode is a duplicate or, if
-/// its sequence was given up, late. (The router writes 40-bit sequences: only a corrupt or
-/// hostile stamp gets there.) Exactly-once across a restart needs checkpoint()/restore() and
+/// its sequence was given up, late. (The router writes at most 2^32 - 2: only a corrupt
+/// or hostile stamp gets there.) Exactly-once across a restart needs checkpoint()/restore() and
 /// offsets.
 ///
 /// Sinks run inside push(), advance_watermark() and flush(); they should not throw. An exception

@@ -221,7 +221,7 @@ public:
           m_config(check(std::move(config), conf)),
           m_on(std::move(handlers)) {
         if (!m_on.process || !m_on.apply) fail_arg("process and apply are required");
-        m_group = conf_value(m_conf.get(), "group.id");
+        m_group = detail::conf_value(m_conf.get(), "group.id");
         if (m_group.empty()) fail_arg("the conf has no group.id");
         if (m_config.idle_timeout.count() == 0) m_config.idle_timeout = derived_idle_timeout();
         if (m_config.repartition_topic.empty()) {
@@ -421,14 +421,18 @@ private:
     static auto check(ordered_group_config c, const rd_kafka_conf_t* conf) -> ordered_group_config {
         if (conf == nullptr) fail_arg("null conf");
         if (c.topic.empty()) fail_arg("topic is empty");
-        const auto positive = [](const char* name, std::chrono::milliseconds value) {
-            if (value.count() <= 0) fail_arg(std::string(name) + " must be > 0");
+        const auto duration = [](const char* name, std::chrono::milliseconds value,
+                                 std::int64_t least) {
+            const std::string error = detail::duration_error(name, value, least);
+            if (!error.empty()) fail_arg(error);
         };
-        if (c.idle_timeout.count() < 0) fail_arg("idle_timeout must be >= 0");
-        positive("commit_interval", c.commit_interval);
-        positive("progress_interval", c.progress_interval);
-        positive("metadata_timeout", c.metadata_timeout);
-        positive("flush_timeout", c.flush_timeout);
+        duration("idle_timeout", c.idle_timeout, 0);
+        duration("commit_interval", c.commit_interval, 1);
+        duration("progress_interval", c.progress_interval, 1);
+        duration("metadata_timeout", c.metadata_timeout, 1);
+        duration("flush_timeout", c.flush_timeout, 1);
+        if (!detail::names_brokers(conf))
+            fail_arg("the conf names no brokers (set bootstrap.servers)");
         c.reseq.on_full = full_policy::refuse;
         return c;
     }
@@ -436,7 +440,7 @@ private:
     /// idle_timeout's default (see ordered_group_config).
     [[nodiscard]] auto derived_idle_timeout() const -> std::chrono::milliseconds {
         const auto ms = [this](const char* name, long long fallback) {
-            const std::string text = conf_value(m_conf.get(), name);
+            const std::string text = detail::conf_value(m_conf.get(), name);
             try {
                 return text.empty() ? fallback : std::stoll(text);
             } catch (const std::exception&) {
@@ -447,17 +451,6 @@ private:
             std::max(2 * ms("session.timeout.ms", 45000), ms("max.poll.interval.ms", 300000));
         return std::chrono::milliseconds(failover) + 2 * m_config.flush_timeout +
                m_config.metadata_timeout;
-    }
-
-    static auto conf_value(const rd_kafka_conf_t* conf, const char* name) -> std::string {
-        std::size_t size = 0;
-        if (rd_kafka_conf_get(conf, name, nullptr, &size) != RD_KAFKA_CONF_OK || size <= 1) {
-            return {};
-        }
-        std::string out(size, '\0');
-        rd_kafka_conf_get(conf, name, out.data(), &size);
-        out.resize(size - 1);
-        return out;
     }
 
     void set(rd_kafka_conf_t* conf, const std::string& name, const std::string& value) const {

@@ -337,15 +337,16 @@ inline void set_mem(rd_kafka_vu_t& vu, rd_kafka_vtype_t type, const void* data,
 
 namespace detail {
 
-// What produce_to refuses with RD_KAFKA_RESP_ERR__INVALID_ARG, whatever the partition: checked
-// by produce() before it routes, so that a refused call uses no stamp (a stamp used and never
+// What produce_to refuses with RD_KAFKA_RESP_ERR__INVALID_ARG, whatever the partition (a null
+// handle, a null or empty topic name: Kafka has no such topic): checked by produce() before it
+// routes, so that a refused call uses no stamp (a stamp used and never
 // sent is a gap a consumer waits max_delay for, then reports). An extra header named
 // keyroute-stamp is refused: it would reach consumers as this event's stamp (a stale one copied
 // from a consumed message, or the same one on two events, the second then dropped as a
 // duplicate).
 [[nodiscard]] inline auto bad_arguments(rd_kafka_t* rk, const char* topic,
                                         header_list extra) noexcept -> bool {
-    if (rk == nullptr || topic == nullptr) return true;
+    if (rk == nullptr || topic == nullptr || *topic == '\0') return true;
     for (const auto& h : extra) {
         if (h.name == nullptr || std::string_view(h.name) == stamp_header_name) return true;
     }
