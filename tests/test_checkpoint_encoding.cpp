@@ -1,8 +1,14 @@
 // encode_checkpoint / decode_checkpoint: every field comes back, version-1 checkpoints are still
-// read, and a foreign or truncated text is an error naming the field.
+// read, and a foreign or truncated text is an error naming the field. The commit hint
+// (commit_hint.hpp): what an episode's restore needs comes back, most recent first, within each
+// partition's budget; metadata that is not a hint is ignored, a damaged hint is an error.
 #include "keyroute_catch.hpp"
 
 #include <keyroute/kafka/checkpoint.hpp>
+#include <keyroute/kafka/commit_hint.hpp>
+
+#include <limits>
+#include <set>
 
 #include <chrono>
 #include <cstdint>
@@ -105,4 +111,72 @@ TEST_CASE("a foreign or truncated checkpoint is an error naming the field", "[ch
     std::string negative = good;
     negative.replace(negative.find(" 40 "), 4, " -1 ");
     CHECK_NOTHROW(keyroute::kafka::decode_checkpoint(negative));
+}
+
+TEST_CASE("a commit hint tells recent episodes' next sequences within each partition's budget",
+          "[checkpoint]") {
+    namespace kd = keyroute::kafka::detail;
+    keyroute::resequencer_checkpoint cp;
+    for (std::uint64_t n = 0; n < 400; ++n) {
+        keyroute::resequencer_checkpoint::episode_state e;
+        e.producer = 0xabcdef0123ULL;
+        e.lane = static_cast<std::uint16_t>(n % 8);
+        e.episode = n;
+        e.key = n == 7 ? std::string("a key\0with bytes", 16) : "tenant-" + std::to_string(n);
+        e.next_sequence = n == 3 ? 0 : 1000 + n;  // 0: nothing to tell
+        e.last_time = std::chrono::milliseconds(n);
+        e.given_up = {{1, 2}};
+        cp.episodes.push_back(e);
+    }
+    cp.episodes[5].next_sequence = std::numeric_limits<std::uint64_t>::max();  // finished
+    const auto now = std::chrono::milliseconds(77);
+    for (const std::size_t budget : {std::size_t{256}, kd::hint_budget}) {
+        const std::size_t slots = budget == 256 ? 4 : 16;  // room for a few; for all
+        const auto hints = kd::encode_hints(cp, slots, budget);
+        REQUIRE(hints.size() == slots);
+        std::set<std::uint64_t> told;
+        for (const auto& h : hints) {
+            CHECK(h.size() <= budget);
+            for (const auto& e : kd::decode_hint(h, now)) {
+                const auto& from = cp.episodes[e.episode];
+                CHECK(e.producer == from.producer);
+                CHECK(e.lane == from.lane);
+                CHECK(e.key == from.key);
+                CHECK(e.next_sequence == from.next_sequence);
+                CHECK(e.forgotten_below == e.next_sequence);  // below it: late, never a duplicate
+                CHECK(e.given_up.empty());
+                CHECK(e.last_time == now);
+                CHECK(told.insert(e.episode).second);
+            }
+        }
+        CHECK(told.count(3) == 0);
+        CHECK(told.count(5) == 0);
+        if (budget == 256) {
+            // Room for a few: the most recently active ones.
+            REQUIRE_FALSE(told.empty());
+            CHECK(told.size() < 40);
+            CHECK(*told.begin() > 300);
+        } else {
+            CHECK(told.size() == 398);
+        }
+    }
+    CHECK(kd::encode_hints(cp, 0).empty());
+}
+
+TEST_CASE("metadata that is not a hint is ignored; a damaged hint is an error", "[checkpoint]") {
+    namespace kd = keyroute::kafka::detail;
+    const auto now = std::chrono::milliseconds(0);
+    CHECK(kd::decode_hint("", now).empty());
+    CHECK(kd::decode_hint("someone else's metadata", now).empty());
+    CHECK(kd::decode_hint(kd::hint_magic, now).empty());
+    const std::string good = std::string(kd::hint_magic) + " 1 2 3 2 6b31 9";
+    REQUIRE(kd::decode_hint(good, now).size() == 1);
+    CHECK(kd::decode_hint(good, now)[0].key == "k1");
+    for (const std::string& bad : {std::string(kd::hint_magic) + " 1 2 3 2 6b31",
+                                   std::string(kd::hint_magic) + " 1 2 3 9 6b31 9",
+                                   std::string(kd::hint_magic) + " 1 70000 3 2 6b31 9",
+                                   std::string(kd::hint_magic) + " x 2 3 2 6b31 9"}) {
+        INFO(bad);
+        CHECK_THROWS_AS(kd::decode_hint(bad, now), std::runtime_error);
+    }
 }

@@ -5,6 +5,7 @@
 #include <keyroute/hash.hpp>
 #include <keyroute/jump.hpp>
 #include <keyroute/kafka/checkpoint.hpp>
+#include <keyroute/kafka/commit_hint.hpp>
 #include <keyroute/kafka/group_wire.hpp>
 #include <keyroute/kafka/handles.hpp>
 #include <keyroute/kafka/ordered_consumer.hpp>

@@ -42,9 +42,11 @@
 ///   (rd_kafka_commit). A store that makes the sink's output durable atomically with the
 ///   checkpoint gets exactly-once delivery across crashes: a restart restores the checkpoint,
 ///   re-reads from its offsets, and the resequencer drops what was delivered before it.
-///   Without a store, delivery is at-least-once (the group offsets alone).
-///   Why not the commit metadata: a checkpoint holds every remembered episode, more than the
-///   brokers' offset.metadata.max.bytes (4 KiB by default) allows.
+///   Without a store, delivery is at-least-once (the group offsets alone), and the commits'
+///   metadata carries a hint (commit_hint.hpp): the next sequence of the most recently active
+///   episodes, so that a restart does not wait max_delay for what was delivered before it
+///   and report it as a gap. Why not the whole checkpoint there: it holds every remembered
+///   episode, more than the brokers' offset.metadata.max.bytes (4 KiB by default) allows.
 /// - Errors: a topic that does not exist or disappears, a partition count that differs from
 ///   the checkpoint's or changes while running (checked every `metadata_interval`), and
 ///   librdkafka's fatal errors throw std::runtime_error naming them. Transient errors (a broker
@@ -56,6 +58,7 @@
 #include "../resequencer.hpp"
 #include "../stamp.hpp"
 #include "checkpoint.hpp"
+#include "commit_hint.hpp"
 #include "handles.hpp"
 #include "rdkafka.hpp"
 
@@ -66,6 +69,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -75,6 +79,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -134,6 +139,10 @@ struct ordered_consumer_config {
     /// this long when the other partitions have nothing new: librdkafka's 500 ms would make
     /// each pause cost half a second.
     std::chrono::milliseconds fetch_wait{20};
+    /// Without a checkpoint_store: the most bytes of hint (commit_hint.hpp) in each partition's
+    /// commit metadata; 0 sends none. Brokers refuse a commit whose metadata is above their
+    /// offset.metadata.max.bytes (4096 by default).
+    std::size_t commit_hint_bytes = 3072;
 };
 
 /// Counters since construction.
@@ -154,6 +163,8 @@ struct ordered_consumer_stats {
     /// Events held at the restored checkpoint that retention deleted before they were re-read
     /// (lost to the log; see resequencer_stats::lost_rereads).
     std::uint64_t lost_rereads = 0;
+    /// Episodes restored from the commits' hints at construction (no checkpoint_store).
+    std::uint64_t hinted_episodes = 0;
 };
 
 /// Reads one topic in per-key order; see the file comment.
@@ -362,6 +373,18 @@ private:
                     off ? *off : start;
             }
         }
+        if (m_store == nullptr && m_config.commit_hint_bytes > 0 && list->cnt > 0) {
+            const auto hints =
+                detail::encode_hints(m_reseq.checkpoint(), static_cast<std::size_t>(list->cnt),
+                                     m_config.commit_hint_bytes);
+            for (int i = 0; i < list->cnt; ++i) {
+                const std::string& text = hints[static_cast<std::size_t>(i)];
+                void* bytes = rd_kafka_mem_malloc(m_rk.get(), text.size());
+                std::memcpy(bytes, text.data(), text.size());
+                list->elems[i].metadata = bytes;  // the list frees it
+                list->elems[i].metadata_size = text.size();
+            }
+        }
         if (list->cnt > 0) {
             const auto err = rd_kafka_commit(m_rk.get(), list, sync ? 0 : 1);
             if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
@@ -492,6 +515,48 @@ private:
              " ms: " + rd_kafka_err2str(last));
     }
 
+    /// Restores the episodes the group's last commit told (commit_hint.hpp). Without them (no
+    /// commit yet, or the committed offsets do not come within metadata_timeout) the restart
+    /// is the hint-less one: correct, with gaps reported for what was delivered before it.
+    void restore_hints() {
+        rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(m_partitions);
+        for (std::int32_t p = 0; p < m_partitions; ++p) {
+            rd_kafka_topic_partition_list_add(list, m_config.topic.c_str(), p);
+        }
+        resequencer_checkpoint told;
+        const auto err = rd_kafka_committed(m_rk.get(), list,
+                                            static_cast<int>(m_config.metadata_timeout.count()));
+        for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < list->cnt; ++i) {
+            const auto& e = list->elems[i];
+            if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR || e.metadata == nullptr) continue;
+            try {
+                for (auto& ep : detail::decode_hint(
+                         std::string_view(static_cast<const char*>(e.metadata), e.metadata_size),
+                         m_clock_origin)) {
+                    told.episodes.push_back(std::move(ep));
+                }
+            } catch (const std::runtime_error&) {
+                ++m_stats.consume_errors;  // not ours, or damaged: restart without it
+            }
+        }
+        rd_kafka_topic_partition_list_destroy(list);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) ++m_stats.consume_errors;
+        // An episode told twice (a partition left out of later commits keeps an older hint):
+        // the higher next sequence, the later of two lower bounds.
+        std::sort(told.episodes.begin(), told.episodes.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.producer, a.lane, a.episode, b.next_sequence) <
+                   std::tie(b.producer, b.lane, b.episode, a.next_sequence);
+        });
+        told.episodes.erase(std::unique(told.episodes.begin(), told.episodes.end(),
+                                        [](const auto& a, const auto& b) {
+                                            return a.producer == b.producer && a.lane == b.lane &&
+                                                   a.episode == b.episode;
+                                        }),
+                            told.episodes.end());
+        m_reseq.restore(told);
+        m_stats.hinted_episodes = told.episodes.size();
+    }
+
     void restore_and_assign() {
         std::optional<consumer_checkpoint> cp;
         if (m_store != nullptr) cp = m_store->load();
@@ -510,6 +575,8 @@ private:
             m_reseq.restore(cp->state);
             // The clock goes on from the checkpoint's watermark: events re-read are not older.
             if (cp->state.watermark > m_clock_origin) m_clock_origin = cp->state.watermark;
+        } else if (m_store == nullptr) {
+            restore_hints();
         }
         // Each partition's messages stay on its own queue: poll() merges them by timestamp, so
         // that librdkafka's fetches running ahead on one broker do not run one partition far
