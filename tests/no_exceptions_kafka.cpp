@@ -2,6 +2,7 @@
 // callbacks answer a count their scheme refuses without aborting (the count itself, out of
 // range, so librdkafka fails the message) and build the scheme at other counts. Direct calls, no
 // broker. A plain program, since Catch2 needs exceptions: exits non-zero on a failed check.
+#include <keyroute/kafka/ordered_consumer.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/key_group.hpp>
 #include <keyroute/maglev.hpp>
@@ -21,6 +22,9 @@ void check(bool ok, const char* what) {
 
 int main() {
     namespace kk = keyroute::kafka;
+    // The consumer's header compiles here; a damaged commit hint is refused, not an abort.
+    check(!kk::detail::try_decode_hint("keyroute-hint-1 1 2 3 2 zz 9", {}).has_value(),
+          "a damaged commit hint refused without a throw");
     const kk::partitioner_cb<keyroute::maglev_partitioner<>> maglev(16);
     // More partitions than the table's 65537 slots: maglev_partitioner(70000) must not abort
     // here.

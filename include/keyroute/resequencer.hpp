@@ -445,6 +445,29 @@ public:
             ps.held.first == no_slot ? std::nullopt : std::optional(at(ps.held.first).offset));
     }
 
+    /// The most recently active episodes, for a summary smaller than checkpoint() (the commit
+    /// hint of keyroute::kafka::ordered_consumer): every episode that holds events or waits for
+    /// re-reads, then at most `idle` idle ones, most recently idle first. Each has its id, key
+    /// and next sequence only. Visits every remembered episode, copies only those.
+    [[nodiscard]] auto recent_episodes(std::size_t idle) const
+        -> std::vector<resequencer_checkpoint::episode_state> {
+        std::vector<resequencer_checkpoint::episode_state> out;
+        const auto add = [&out](const episode_state& ep) {
+            resequencer_checkpoint::episode_state e;
+            e.producer = ep.id().producer;
+            e.lane = ep.id().lane;
+            e.episode = ep.id().episode;
+            e.key = ep.key;
+            e.next_sequence = ep.next;
+            out.push_back(std::move(e));
+        };
+        m_episodes.for_each([&](const episode_state& ep) {
+            if (!ep.idle()) add(ep);
+        });
+        m_episodes.for_each_newest_idle(idle, add);
+        return out;
+    }
+
     /// The state to store with committed offsets (see resequencer_checkpoint). O(n log n) in the
     /// remembered state.
     [[nodiscard]] auto checkpoint() const -> resequencer_checkpoint {

@@ -81,11 +81,6 @@ public:
         if (!(m_in >> w)) fail(field);
         return w;
     }
-    /// True when nothing but blanks is left; reads no token.
-    [[nodiscard]] auto at_end() -> bool {
-        m_in >> std::ws;
-        return m_in.peek() == std::char_traits<char>::eof();
-    }
     /// True when nothing but blanks is left.
     [[nodiscard]] auto done() -> bool {
         std::string rest;

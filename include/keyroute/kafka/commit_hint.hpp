@@ -22,13 +22,16 @@
 #include "checkpoint.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace keyroute::kafka::detail {
@@ -37,33 +40,30 @@ inline constexpr std::string_view hint_magic = "keyroute-hint-1";
 /// The default most bytes of hint in one partition's commit metadata.
 inline constexpr std::size_t hint_budget = 3072;
 
-/// `cp`'s episodes that have a next sequence to tell (above 0, not finished), most recently
-/// active first, spread over `slots` texts of at most `budget` bytes each.
-[[nodiscard]] inline auto encode_hints(const resequencer_checkpoint& cp, std::size_t slots,
-                                       std::size_t budget = hint_budget)
-    -> std::vector<std::string> {
-    std::vector<const resequencer_checkpoint::episode_state*> told;
-    for (const auto& e : cp.episodes) {
-        if (e.next_sequence > 0 && e.next_sequence != std::numeric_limits<std::uint64_t>::max()) {
-            told.push_back(&e);
-        }
-    }
-    std::stable_sort(told.begin(), told.end(),
-                     [](const auto* a, const auto* b) { return a->last_time > b->last_time; });
+/// The episodes of `recent` (most recently active first, as resequencer::recent_episodes gives
+/// them) that have a next sequence to tell (above 0, not finished), spread over `slots` texts
+/// of at most `budget` bytes each; a text with no episode is empty (no metadata).
+[[nodiscard]] inline auto encode_hints(
+    const std::vector<resequencer_checkpoint::episode_state>& recent, std::size_t slots,
+    std::size_t budget = hint_budget) -> std::vector<std::string> {
     std::vector<std::string> out(slots);
-    if (slots == 0) return out;
-    for (auto& text : out) text = std::string(hint_magic);
+    if (slots == 0 || budget <= hint_magic.size()) return out;
     std::size_t slot = 0;  // round robin; an episode too big for one slot may fit the next
-    for (const auto* e : told) {
+    for (const auto& e : recent) {
+        if (e.next_sequence == 0 || e.next_sequence == std::numeric_limits<std::uint64_t>::max()) {
+            continue;
+        }
         std::ostringstream item;
-        item << ' ' << e->producer << ' ' << e->lane << ' ' << e->episode;
-        put_hex(item, e->key);
-        item << ' ' << e->next_sequence;
+        item << ' ' << e.producer << ' ' << e.lane << ' ' << e.episode;
+        put_hex(item, e.key);
+        item << ' ' << e.next_sequence;
         const std::string bytes = item.str();
         for (std::size_t tries = 0; tries < slots; ++tries) {
             std::string& text = out[slot];
             slot = (slot + 1) % slots;
-            if (text.size() + bytes.size() <= budget) {
+            const std::size_t used = text.empty() ? hint_magic.size() : text.size();
+            if (used + bytes.size() <= budget) {
+                if (text.empty()) text = hint_magic;
                 text += bytes;
                 break;
             }
@@ -73,20 +73,46 @@ inline constexpr std::size_t hint_budget = 3072;
 }
 
 /// The episodes one partition's metadata tells, as restore() takes them (forgotten below their
-/// next sequence, last active at `now`); none for metadata that is not a hint.
-/// @throws std::runtime_error naming the field for a hint that is malformed or truncated
-[[nodiscard]] inline auto decode_hint(std::string_view metadata, std::chrono::milliseconds now)
-    -> std::vector<resequencer_checkpoint::episode_state> {
+/// next sequence, last active at `now`): none for metadata that is not a hint, nullopt for a
+/// hint that is malformed or truncated. Throws nothing but std::bad_alloc.
+[[nodiscard]] inline auto try_decode_hint(std::string_view metadata, std::chrono::milliseconds now)
+    -> std::optional<std::vector<resequencer_checkpoint::episode_state>> {
     std::vector<resequencer_checkpoint::episode_state> out;
-    if (metadata.substr(0, hint_magic.size()) != hint_magic) return out;
-    checkpoint_reader in(metadata.substr(hint_magic.size()));
-    while (!in.at_end()) {
+    std::vector<std::string_view> words;
+    for (std::size_t at = 0; at < metadata.size();) {
+        const std::size_t end = std::min(metadata.find(' ', at), metadata.size());
+        if (end > at) words.push_back(metadata.substr(at, end - at));
+        at = end + 1;
+    }
+    if (words.empty() || words[0] != hint_magic) return out;  // someone else's, or none
+    if ((words.size() - 1) % 6 != 0) return std::nullopt;
+    const auto number = [](std::string_view w, auto& value) {
+        const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), value);
+        return ec == std::errc() && end == w.data() + w.size();
+    };
+    const auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    for (std::size_t i = 1; i < words.size(); i += 6) {
         resequencer_checkpoint::episode_state e;
-        e.producer = in.number<std::uint64_t>("hint producer");
-        e.lane = in.number<std::uint16_t>("hint lane");
-        e.episode = in.number<std::uint64_t>("hint episode");
-        e.key = in.hex("hint key");
-        e.next_sequence = in.number<std::uint64_t>("hint next_sequence");
+        std::size_t key_size = 0;
+        if (!number(words[i], e.producer) || !number(words[i + 1], e.lane) ||
+            !number(words[i + 2], e.episode) || !number(words[i + 3], key_size) ||
+            !number(words[i + 5], e.next_sequence)) {
+            return std::nullopt;
+        }
+        const std::string_view hex = words[i + 4];
+        if (key_size == 0 ? hex != "-" : hex.size() / 2 != key_size || hex.size() % 2 != 0) {
+            return std::nullopt;
+        }
+        for (std::size_t k = 0; k < key_size; ++k) {
+            const int high = nibble(hex[2 * k]);
+            const int low = nibble(hex[2 * k + 1]);
+            if (high < 0 || low < 0) return std::nullopt;
+            e.key.push_back(static_cast<char>(high * 16 + low));
+        }
         e.forgotten_below = e.next_sequence;
         e.last_time = now;
         out.push_back(std::move(e));

@@ -140,8 +140,8 @@ struct ordered_consumer_config {
     /// each pause cost half a second.
     std::chrono::milliseconds fetch_wait{20};
     /// Without a checkpoint_store: the most bytes of hint (commit_hint.hpp) in each partition's
-    /// commit metadata; 0 sends none. Brokers refuse a commit whose metadata is above their
-    /// offset.metadata.max.bytes (4096 by default).
+    /// commit metadata, at most 4096; 0 sends none. Brokers refuse a commit whose metadata is
+    /// above their offset.metadata.max.bytes (4096 by default): below a broker's, or 0.
     std::size_t commit_hint_bytes = 3072;
 };
 
@@ -374,11 +374,14 @@ private:
             }
         }
         if (m_store == nullptr && m_config.commit_hint_bytes > 0 && list->cnt > 0) {
-            const auto hints =
-                detail::encode_hints(m_reseq.checkpoint(), static_cast<std::size_t>(list->cnt),
-                                     m_config.commit_hint_bytes);
+            const auto slots = static_cast<std::size_t>(list->cnt);
+            // Each told episode takes at least 12 bytes of hint: no more can fit.
+            const auto hints = detail::encode_hints(
+                m_reseq.recent_episodes(slots * m_config.commit_hint_bytes / 12), slots,
+                m_config.commit_hint_bytes);
             for (int i = 0; i < list->cnt; ++i) {
                 const std::string& text = hints[static_cast<std::size_t>(i)];
+                if (text.empty()) continue;
                 void* bytes = rd_kafka_mem_malloc(m_rk.get(), text.size());
                 std::memcpy(bytes, text.data(), text.size());
                 list->elems[i].metadata = bytes;  // the list frees it
@@ -432,6 +435,12 @@ private:
         if (c.fetch_wait.count() < 0 || c.fetch_wait.count() > 300000) {  // fetch.wait.max.ms
             fail("fetch_wait must be in [0, 300000] ms, got " +
                  std::to_string(c.fetch_wait.count()) + " ms");
+        }
+        if (c.commit_hint_bytes > 4096) {
+            fail(
+                "commit_hint_bytes must be at most 4096 (brokers' default "
+                "offset.metadata.max.bytes), got " +
+                std::to_string(c.commit_hint_bytes));
         }
         if (!detail::names_brokers(conf)) {
             fail("the conf names no brokers (set bootstrap.servers)");
@@ -529,15 +538,14 @@ private:
         for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < list->cnt; ++i) {
             const auto& e = list->elems[i];
             if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR || e.metadata == nullptr) continue;
-            try {
-                for (auto& ep : detail::decode_hint(
-                         std::string_view(static_cast<const char*>(e.metadata), e.metadata_size),
-                         m_clock_origin)) {
-                    told.episodes.push_back(std::move(ep));
-                }
-            } catch (const std::runtime_error&) {
-                ++m_stats.consume_errors;  // not ours, or damaged: restart without it
+            auto hinted = detail::try_decode_hint(
+                std::string_view(static_cast<const char*>(e.metadata), e.metadata_size),
+                m_clock_origin);
+            if (!hinted) {
+                ++m_stats.consume_errors;  // damaged: restart without it
+                continue;
             }
+            for (auto& ep : *hinted) told.episodes.push_back(std::move(ep));
         }
         rd_kafka_topic_partition_list_destroy(list);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR) ++m_stats.consume_errors;

@@ -165,6 +165,15 @@ public:
         for (const auto& kv : m_map) f(kv.second);
     }
 
+    /// Calls `f(const Episode&)` on at most `n` idle episodes, most recently idle first.
+    template <class F>
+    void for_each_newest_idle(std::size_t n, F&& f) const {
+        for (const Episode* ep = m_idle_tail; ep != nullptr && n > 0; --n) {
+            f(*ep);
+            ep = static_cast<const episode_hook<Episode>&>(*ep).m_idle_prev;
+        }
+    }
+
     /// Episodes remembered (busy or idle).
     [[nodiscard]] auto size() const noexcept -> std::size_t { return m_map.size(); }
     [[nodiscard]] auto empty() const noexcept -> bool { return m_map.empty(); }
