@@ -3,6 +3,7 @@
 // range, so librdkafka fails the message) and build the scheme at other counts. Direct calls, no
 // broker. A plain program, since Catch2 needs exceptions: exits non-zero on a failed check.
 #include <keyroute/kafka/ordered_consumer.hpp>
+#include <keyroute/kafka/ordered_group.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/key_group.hpp>
 #include <keyroute/maglev.hpp>
@@ -11,6 +12,8 @@
 #include <cstdio>
 
 #include "no_exceptions_check.hpp"
+
+template class keyroute::kafka::ordered_group<keyroute::kafka_partitioner>;
 
 namespace {
 
@@ -22,7 +25,8 @@ void check(bool ok, const char* what) {
 
 int main() {
     namespace kk = keyroute::kafka;
-    // The consumer's header compiles here; a damaged commit hint is refused, not an abort.
+    // The consumers compile here (ordered_group instantiated below); a damaged commit hint is
+    // refused, not an abort.
     check(!kk::detail::try_decode_hint("keyroute-hint-1 1 2 3 2 zz 9", {}).has_value(),
           "a damaged commit hint refused without a throw");
     const kk::partitioner_cb<keyroute::maglev_partitioner<>> maglev(16);

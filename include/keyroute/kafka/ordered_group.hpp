@@ -68,6 +68,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -441,11 +443,10 @@ private:
     [[nodiscard]] auto derived_idle_timeout() const -> std::chrono::milliseconds {
         const auto ms = [this](const char* name, long long fallback) {
             const std::string text = detail::conf_value(m_conf.get(), name);
-            try {
-                return text.empty() ? fallback : std::stoll(text);
-            } catch (const std::exception&) {
-                return fallback;  // librdkafka validated it when it was set
-            }
+            long long value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            // librdkafka validated it when it was set.
+            return ec == std::errc() && end == text.data() + text.size() ? value : fallback;
         };
         const long long failover =
             std::max(2 * ms("session.timeout.ms", 45000), ms("max.poll.interval.ms", 300000));
@@ -1085,6 +1086,8 @@ private:
             rd_kafka_assign(rk, nullptr);
             self->m_homes.clear();
         }
+#else
+        static_cast<void>(rk);  // an error aborts, in the assign or revoke
 #endif
     }
 
