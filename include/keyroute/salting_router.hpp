@@ -543,7 +543,13 @@ private:
             m_table.admit(hk.fp, static_cast<std::uint32_t>(order_of(key)), key, hk.home,
                           ln.bounds.index, m_planner.plans(), m_planner.last_threshold());
         detail::bump(ln.drawn, std::uint64_t{1}, false);
-        if (slot == detail::key_table::refused) detail::bump(ln.refused, std::uint64_t{1}, false);
+        if (slot == detail::key_table::refused) {
+            detail::bump(ln.refused, std::uint64_t{1}, false);
+            // One key refused draw after draw (8: its refusals outweigh others' by that many):
+            // plan soon, so that the planner can make room for it, rather than a whole plan
+            // interval later, which on thousands of partitions is much of a window.
+            if (m_table.pressure_of(hk.fp) >= 8) m_planner.request();
+        }
     }
 
     /// Moves the lane to the router's current window (first moving that to the event's window

@@ -167,6 +167,10 @@ public:
     [[nodiscard]] auto pressure(std::uint32_t g) const noexcept -> std::uint32_t {
         return static_cast<std::uint32_t>(m_pending[g].load(std::memory_order_relaxed));
     }
+    /// The pressure of the group `fp` belongs to.
+    [[nodiscard]] auto pressure_of(std::uint64_t fp) const noexcept -> std::uint32_t {
+        return pressure(group_of(fp) / group);
+    }
     void clear_pressure(std::uint32_t g) noexcept {
         m_pending[g].store(0, std::memory_order_relaxed);
     }
