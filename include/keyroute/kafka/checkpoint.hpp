@@ -41,6 +41,13 @@ namespace detail {
 inline constexpr std::string_view checkpoint_magic = "keyroute-consumer-checkpoint-2";
 inline constexpr std::string_view checkpoint_magic_v1 = "keyroute-consumer-checkpoint-1";
 
+/// The value of a lower-case hex digit as put_hex writes it, or -1.
+[[nodiscard]] constexpr auto hex_digit(char c) noexcept -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
 inline void put_hex(std::ostringstream& out, std::string_view bytes) {
     static constexpr char digits[] = "0123456789abcdef";
     out << ' ' << bytes.size() << ' ';
@@ -109,9 +116,9 @@ public:
 
 private:
     static auto nibble(char c, const char* field) -> unsigned {
-        if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
-        if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
-        fail(field);
+        const int v = hex_digit(c);
+        if (v < 0) fail(field);
+        return static_cast<unsigned>(v);
     }
     std::istringstream m_in;
     std::size_t m_size;

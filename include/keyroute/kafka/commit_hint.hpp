@@ -90,11 +90,6 @@ inline constexpr std::size_t hint_budget = 3072;
         const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), value);
         return ec == std::errc() && end == w.data() + w.size();
     };
-    const auto nibble = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
     for (std::size_t i = 1; i < words.size(); i += 6) {
         resequencer_checkpoint::episode_state e;
         std::size_t key_size = 0;
@@ -108,8 +103,8 @@ inline constexpr std::size_t hint_budget = 3072;
             return std::nullopt;
         }
         for (std::size_t k = 0; k < key_size; ++k) {
-            const int high = nibble(hex[2 * k]);
-            const int low = nibble(hex[2 * k + 1]);
+            const int high = hex_digit(hex[2 * k]);
+            const int low = hex_digit(hex[2 * k + 1]);
             if (high < 0 || low < 0) return std::nullopt;
             e.key.push_back(static_cast<char>(high * 16 + low));
         }

@@ -58,13 +58,14 @@ using topic_ptr = std::unique_ptr<rd_kafka_topic_t, topic_deleter>;
 /// 24.8 days). Longer ones, milliseconds::max() among them, would overflow the clock's sums.
 inline constexpr std::int64_t longest_ms = 2147483647;
 
-/// Empty when `value` is in [least, longest_ms] ms; otherwise the error, naming `name` and the
-/// value.
-[[nodiscard]] inline auto duration_error(const char* name, std::chrono::milliseconds value,
-                                         std::int64_t least) -> std::string {
-    if (value.count() >= least && value.count() <= longest_ms) return {};
-    return std::string(name) + " must be in [" + std::to_string(least) + ", " +
-           std::to_string(longest_ms) + "] ms, got " + std::to_string(value.count()) + " ms";
+/// Calls `fail(message)` unless `value` is in [least, longest_ms] ms; the message names `name`
+/// and the value.
+template <class Fail>
+void check_duration(Fail&& fail, const char* name, std::chrono::milliseconds value,
+                    std::int64_t least) {
+    if (value.count() >= least && value.count() <= longest_ms) return;
+    fail(std::string(name) + " must be in [" + std::to_string(least) + ", " +
+         std::to_string(longest_ms) + "] ms, got " + std::to_string(value.count()) + " ms");
 }
 
 /// RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET on `m`'s partition: librdkafka stops reading it for

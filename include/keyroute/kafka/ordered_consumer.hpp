@@ -419,19 +419,14 @@ private:
             keyroute::detail::invalid_argument("keyroute::kafka::ordered_consumer: null conf");
         }
         if (c.topic.empty()) fail("topic is empty");
-        const auto duration = [&](const char* name, std::chrono::milliseconds value,
-                                  std::int64_t least) {
-            const std::string error = detail::duration_error(name, value, least);
-            if (!error.empty()) fail(error);
-        };
-        duration("idle_timeout", c.idle_timeout, 1);
-        duration("commit_interval", c.commit_interval, 1);
-        duration("metadata_interval", c.metadata_interval, 1);
-        duration("metadata_timeout", c.metadata_timeout, 1);
+        detail::check_duration(fail, "idle_timeout", c.idle_timeout, 1);
+        detail::check_duration(fail, "commit_interval", c.commit_interval, 1);
+        detail::check_duration(fail, "metadata_interval", c.metadata_interval, 1);
+        detail::check_duration(fail, "metadata_timeout", c.metadata_timeout, 1);
         if (!(c.pause_fraction > 0.0 && c.pause_fraction <= 1.0)) {
             fail("pause_fraction must be in (0, 1], got " + std::to_string(c.pause_fraction));
         }
-        duration("max_drift", c.max_drift, 0);
+        detail::check_duration(fail, "max_drift", c.max_drift, 0);
         if (c.fetch_wait.count() < 0 || c.fetch_wait.count() > 300000) {  // fetch.wait.max.ms
             fail("fetch_wait must be in [0, 300000] ms, got " +
                  std::to_string(c.fetch_wait.count()) + " ms");

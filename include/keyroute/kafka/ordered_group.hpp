@@ -423,16 +423,11 @@ private:
     static auto check(ordered_group_config c, const rd_kafka_conf_t* conf) -> ordered_group_config {
         if (conf == nullptr) fail_arg("null conf");
         if (c.topic.empty()) fail_arg("topic is empty");
-        const auto duration = [](const char* name, std::chrono::milliseconds value,
-                                 std::int64_t least) {
-            const std::string error = detail::duration_error(name, value, least);
-            if (!error.empty()) fail_arg(error);
-        };
-        duration("idle_timeout", c.idle_timeout, 0);
-        duration("commit_interval", c.commit_interval, 1);
-        duration("progress_interval", c.progress_interval, 1);
-        duration("metadata_timeout", c.metadata_timeout, 1);
-        duration("flush_timeout", c.flush_timeout, 1);
+        detail::check_duration(fail_arg, "idle_timeout", c.idle_timeout, 0);
+        detail::check_duration(fail_arg, "commit_interval", c.commit_interval, 1);
+        detail::check_duration(fail_arg, "progress_interval", c.progress_interval, 1);
+        detail::check_duration(fail_arg, "metadata_timeout", c.metadata_timeout, 1);
+        detail::check_duration(fail_arg, "flush_timeout", c.flush_timeout, 1);
         if (!detail::names_brokers(conf))
             fail_arg("the conf names no brokers (set bootstrap.servers)");
         c.reseq.on_full = full_policy::refuse;

@@ -431,9 +431,9 @@ namespace detail {
 /// @pre `rk` is a producer, `topic` a NUL-terminated name, `partition` < the topic's partition
 ///      count (else the message fails with RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION).
 /// @returns RD_KAFKA_RESP_ERR_NO_ERROR when queued; RD_KAFKA_RESP_ERR__INVALID_ARG for a null
-///          `rk`/`topic`/header name, an extra header named keyroute::stamp_header_name (pass
-///          the stamp as `s`; strip the header from headers copied off a consumed message) or a
-///          negative partition; otherwise librdkafka's error.
+///          `rk`, a null or empty `topic`, a null header name, an extra header named
+///          keyroute::stamp_header_name (pass the stamp as `s`; strip the header from headers
+///          copied off a consumed message) or a negative partition; otherwise librdkafka's error.
 /// Thread-safety: as rd_kafka_produceva (any thread). Allocation: none by keyroute for a message
 /// without headers; with a stamp or extra headers, one librdkafka header list (owned by the
 /// message once queued; freed here if producing fails).
