@@ -291,6 +291,42 @@ TEST_CASE("a consumer dropped without a commit and restarted many times loses no
     CHECK(problems.empty());
 }
 
+namespace {
+
+// A consumer without a store that starts from group `group`'s commits and reads to the end.
+struct restart_run {
+    std::vector<kt::seen> out;
+    std::size_t gaps = 0;
+    keyroute::kafka::ordered_consumer_stats stats;  // at close()
+};
+
+auto restart_and_drain(const kt::mock_cluster& cluster, const std::string& group,
+                       const keyroute::kafka::ordered_consumer_config& config) -> restart_run {
+    restart_run run;
+    keyroute::kafka::ordered_consumer consumer(
+        kt::consumer_conf(cluster.bootstraps(), group), config,
+        [&](const keyroute::kafka::ordered_message& m) {
+            run.out.push_back(kt::seen{std::string(m.key), std::string(m.value)});
+        });
+    consumer.on_gap([&](const keyroute::gap_report&) { ++run.gaps; });
+    kt::drain(consumer, std::chrono::seconds(30));
+    consumer.close();
+    run.stats = consumer.stats();
+    return run;
+}
+
+// The distinct values of two runs.
+auto distinct_values(const std::vector<kt::seen>& a, const std::vector<kt::seen>& b)
+    -> std::size_t {
+    std::set<std::string> values;
+    for (const auto* run : {&a, &b}) {
+        for (const auto& d : *run) values.insert(d.value);
+    }
+    return values.size();
+}
+
+}  // namespace
+
 // Without a store, delivery is at least once; the commits' metadata tells where the spread
 // keys' episodes stood (commit_hint.hpp), so a restart neither waits max_delay for what was
 // delivered before it nor reports it as a gap. Without the hint: one gap report of thousands
@@ -327,36 +363,19 @@ TEST_CASE("without a store, a restart after close() reports no gap for what came
         consumer.close();  // commits the offsets, and the hint in their metadata
         CHECK(consumer.stats().hinted_episodes == 0);  // nothing was committed before
     }
-    std::vector<kt::seen> second;
-    std::size_t gaps = 0;
-    std::uint64_t hinted = 0;
-    std::uint64_t again = 0;
-    {
-        keyroute::kafka::ordered_consumer consumer(
-            kt::consumer_conf(cluster.bootstraps(), "hinted"), config,
-            [&](const keyroute::kafka::ordered_message& m) {
-                second.push_back(kt::seen{std::string(m.key), std::string(m.value)});
-            });
-        consumer.on_gap([&](const keyroute::gap_report&) { ++gaps; });
-        hinted = consumer.stats().hinted_episodes;
-        kt::drain(consumer, std::chrono::seconds(30));
-        consumer.close();
-        again = consumer.stats().late;
-    }
-    INFO("episodes hinted " << hinted << ", delivered " << first.size() << " then " << second.size()
-                            << " (" << again << " late)");
-    CHECK(hinted > 0);
-    CHECK(gaps == 0);
+    const restart_run again = restart_and_drain(cluster, "hinted", config);
+    const std::vector<kt::seen>& second = again.out;
+    INFO("episodes hinted " << again.stats.hinted_episodes << ", delivered " << first.size()
+                            << " then " << second.size() << " (" << again.stats.late << " late)");
+    CHECK(again.stats.hinted_episodes > 0);
+    CHECK(again.gaps == 0);
     // At least once: every event delivered, some twice (re-read from the committed offsets).
-    std::set<std::string> values;
-    for (const auto* run : {&first, &second}) {
-        for (const auto& d : *run) values.insert(d.value);
-    }
-    CHECK(values.size() == s.keys.size());
+    CHECK(distinct_values(first, second) == s.keys.size());
     // Each key's order: the first run's, and the second run's events new to it.
     std::set<std::string> before;
     for (const auto& d : first) before.insert(d.value);
-    for (const auto* run : {&first, &second}) {
+    const std::vector<kt::seen>& before_restart = first;
+    for (const auto* run : {&before_restart, &second}) {
         std::map<std::string, long long> last;
         std::size_t backwards = 0;
         for (const auto& d : *run) {
@@ -368,6 +387,87 @@ TEST_CASE("without a store, a restart after close() reports no gap for what came
         }
         CHECK(backwards == 0);
     }
+}
+
+// A broker whose offset.metadata.max.bytes is below the hint refuses the whole commit
+// (OFFSET_METADATA_TOO_LARGE, injected here: the mock cluster has no such limit). The consumer
+// halves the hint's budget and commits again, so the offsets advance and a restart still gets a
+// hint. Without that, every commit was refused and nothing was ever committed.
+TEST_CASE("a commit refused for its metadata's size goes again with half the hint",
+          "[kafka][consumer]") {
+    constexpr int partitions = 16;
+    constexpr std::int16_t offset_commit_api_key = 8;  // Kafka protocol: OffsetCommit
+    const std::string topic = "refused-hint";
+    kt::mock_cluster cluster(3);
+    cluster.create_topic(topic, partitions);
+    const kt::stream s = kt::skewed_stream(4000, 4, 0.9, 300, 29);
+    kt::router_type router(kt::router_config(partitions));
+    static_cast<void>(kt::produce_stream(cluster.bootstraps(), topic, router, s));
+
+    keyroute::kafka::ordered_consumer_config config;
+    config.topic = topic;
+    config.reseq.max_delay = std::chrono::seconds(2);
+    config.commit_interval = std::chrono::hours(1);  // only the commits this test asks for
+    const auto refuse_commits = [&](std::size_t n) {
+        const std::vector<rd_kafka_resp_err_t> errors(n,
+                                                      RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE);
+        rd_kafka_mock_push_request_errors_array(cluster.get(), offset_commit_api_key, n,
+                                                errors.data());
+    };
+    std::vector<kt::seen> first;
+    {
+        keyroute::kafka::ordered_consumer consumer(
+            kt::consumer_conf(cluster.bootstraps(), "refused"), config,
+            [&](const keyroute::kafka::ordered_message& m) {
+                first.push_back(kt::seen{std::string(m.key), std::string(m.value)});
+            });
+        CHECK(consumer.stats().commit_hint_bytes == 3072);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (first.size() < s.keys.size() / 2) {
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            consumer.poll(std::chrono::milliseconds(5));
+        }
+        // An async commit refused: its result comes in on a later poll(), which commits again.
+        refuse_commits(1);
+        consumer.commit(false);
+        while (consumer.stats().commit_failures == 0) {
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            consumer.poll(std::chrono::milliseconds(5));
+        }
+        CHECK(consumer.stats().commit_failures == 1);
+        CHECK(consumer.stats().commit_hint_bytes == 1536);
+        // The retry lands: the group holds offsets whose metadata fits the smaller budget.
+        std::size_t committed = 0;
+        while (committed == 0) {
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            consumer.poll(std::chrono::milliseconds(5));
+            rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+            for (int p = 0; p < partitions; ++p) {
+                rd_kafka_topic_partition_list_add(list, topic.c_str(), p);
+            }
+            REQUIRE(rd_kafka_committed(consumer.handle(), list, 10000) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
+            for (int i = 0; i < list->cnt; ++i) {
+                if (list->elems[i].offset < 0) continue;
+                ++committed;
+                CHECK(list->elems[i].metadata_size <= 1536);
+            }
+            rd_kafka_topic_partition_list_destroy(list);
+        }
+        // A sync commit refused twice: close() tries again at once, with 768 and then 384 bytes.
+        refuse_commits(2);
+        consumer.close();
+        CHECK(consumer.stats().commit_failures == 3);
+        CHECK(consumer.stats().commit_hint_bytes == 384);
+    }
+    const restart_run again = restart_and_drain(cluster, "refused", config);
+    INFO("episodes hinted " << again.stats.hinted_episodes << ", delivered " << first.size()
+                            << " then " << again.out.size());
+    CHECK(again.stats.commit_failures == 0);
+    CHECK(again.stats.hinted_episodes > 0);  // close()'s third try committed offsets and a hint
+    CHECK(again.gaps == 0);
+    CHECK(again.out.size() < s.keys.size());  // the restart began at the committed offsets
+    CHECK(distinct_values(first, again.out) == s.keys.size());
 }
 
 namespace {

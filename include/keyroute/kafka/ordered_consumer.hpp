@@ -39,14 +39,17 @@
 ///   max_delay gives up the oldest gaps: the only way forward then.
 /// - Commits: every `commit_interval`, the resequencer's checkpoint goes to the application's
 ///   checkpoint_store (if any) and then the committable offsets to the group
-///   (rd_kafka_commit). A store that makes the sink's output durable atomically with the
-///   checkpoint gets exactly-once delivery across crashes: a restart restores the checkpoint,
-///   re-reads from its offsets, and the resequencer drops what was delivered before it.
-///   Without a store, delivery is at-least-once (the group offsets alone), and the commits'
-///   metadata carries a hint (commit_hint.hpp): the next sequence of the most recently active
-///   episodes, so that a restart does not wait max_delay for what was delivered before it
+///   (rd_kafka_commit_queue, on a queue of its own: a conf's offset_commit_cb is not called for
+///   them; stats().commit_failures counts the failed ones). A store that makes the sink's output
+///   durable atomically with the checkpoint gets exactly-once delivery across crashes: a restart
+///   restores the checkpoint, re-reads from its offsets, and the resequencer drops what was
+///   delivered before it. Without a store, delivery is at-least-once (the group offsets alone), and
+///   the commits' metadata carries a hint (commit_hint.hpp): the next sequence of the most recently
+///   active episodes, so that a restart does not wait max_delay for what was delivered before it
 ///   and report it as a gap. Why not the whole checkpoint there: it holds every remembered
 ///   episode, more than the brokers' offset.metadata.max.bytes (4 KiB by default) allows.
+///   A broker whose limit is lower refuses the commit: it goes again with half the hint's
+///   budget, down to none, so the offsets keep advancing whatever the limit.
 /// - Errors: a topic that does not exist or disappears, a partition count that differs from
 ///   the checkpoint's or changes while running (checked every `metadata_interval`), and
 ///   librdkafka's fatal errors throw std::runtime_error naming them. Transient errors (a broker
@@ -140,8 +143,9 @@ struct ordered_consumer_config {
     /// each pause cost half a second.
     std::chrono::milliseconds fetch_wait{20};
     /// Without a checkpoint_store: the most bytes of hint (commit_hint.hpp) in each partition's
-    /// commit metadata, at most 4096; 0 sends none. Brokers refuse a commit whose metadata is
-    /// above their offset.metadata.max.bytes (4096 by default): below a broker's, or 0.
+    /// commit metadata, at most 4096; 0 sends none. A commit that a broker refuses for its
+    /// metadata's size (above offset.metadata.max.bytes, 4096 by default) goes again with
+    /// half, and later commits keep the smaller budget (stats().commit_hint_bytes).
     std::size_t commit_hint_bytes = 3072;
 };
 
@@ -165,6 +169,12 @@ struct ordered_consumer_stats {
     std::uint64_t lost_rereads = 0;
     /// Episodes restored from the commits' hints at construction (no checkpoint_store).
     std::uint64_t hinted_episodes = 0;
+    /// Commits that failed or that a broker refused, in whole or for some partitions (an async
+    /// commit's result comes in on a later poll()). Their offsets go with the next commit.
+    std::uint64_t commit_failures = 0;
+    /// The hint's budget now (no checkpoint_store; else 0): commit_hint_bytes, halved at each
+    /// commit a broker refused for the size of its metadata (offset.metadata.max.bytes).
+    std::size_t commit_hint_bytes = 0;
 };
 
 /// Reads one topic in per-key order; see the file comment.
@@ -204,6 +214,7 @@ public:
         if (!m_on_message) {
             keyroute::detail::invalid_argument("keyroute::kafka::ordered_consumer: empty sink");
         }
+        m_stats.commit_hint_bytes = m_store == nullptr ? m_config.commit_hint_bytes : 0;
         create();
         m_partitions = topic_partitions(m_config.metadata_timeout, true);
         m_parts = std::vector<part>(static_cast<std::size_t>(m_partitions));
@@ -355,15 +366,41 @@ private:
         regulate();
         m_reseq.advance_watermark(clock());
         m_stats.lost_rereads = m_reseq.stats().lost_rereads;
-        if (m_now - m_last_commit >= m_config.commit_interval) save_and_commit(false);
+        rd_kafka_queue_poll_callback(m_commit_results.get(), 0);  // earlier commits' results
+        if (m_commit_now || m_now - m_last_commit >= m_config.commit_interval) {
+            save_and_commit(false);
+        }
     }
 
-    /// Saves the checkpoint, then commits the offsets (commit() without the failure guard).
+    /// Saves the checkpoint, then commits the offsets (commit() without the failure guard). A
+    /// sync commit whose hint a broker refused as too large goes again at once with a smaller
+    /// one (commit_result() halved the budget); an async one goes again on the next turn.
     void save_and_commit(bool sync) {
         m_last_commit = m_now;
+        m_commit_now = false;
         if (m_store != nullptr) {
             m_store->save(consumer_checkpoint{m_config.topic, m_partitions, m_reseq.checkpoint()});
         }
+        for (;;) {
+            const std::size_t budget = m_stats.commit_hint_bytes;
+            rd_kafka_topic_partition_list_t* list = commit_list(budget);
+            if (list->cnt == 0) {
+                rd_kafka_topic_partition_list_destroy(list);
+                break;
+            }
+            // Sync: a temporary queue, and commit_result() runs within the call.
+            const auto err =
+                rd_kafka_commit_queue(m_rk.get(), list, sync ? nullptr : m_commit_results.get(),
+                                      &ordered_consumer::commit_result, this);
+            rd_kafka_topic_partition_list_destroy(list);
+            if (!sync && err != RD_KAFKA_RESP_ERR_NO_ERROR) ++m_stats.commit_failures;
+            if (!sync || m_stats.commit_hint_bytes == budget) break;
+        }
+        ++m_stats.commits;
+    }
+
+    /// The committable offsets, each with up to `hint_bytes` of hint when there is no store.
+    auto commit_list(std::size_t hint_bytes) const -> rd_kafka_topic_partition_list_t* {
         rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(m_partitions);
         for (std::int32_t p = 0; p < m_partitions; ++p) {
             const auto off = m_reseq.committable_offset(static_cast<std::uint32_t>(p));
@@ -373,29 +410,42 @@ private:
                     off ? *off : start;
             }
         }
-        if (m_store == nullptr && m_config.commit_hint_bytes > 0 && list->cnt > 0) {
-            const auto slots = static_cast<std::size_t>(list->cnt);
-            // Each told episode takes at least 12 bytes of hint: no more can fit.
-            const auto hints = detail::encode_hints(
-                m_reseq.recent_episodes(slots * m_config.commit_hint_bytes / 12), slots,
-                m_config.commit_hint_bytes);
-            for (int i = 0; i < list->cnt; ++i) {
-                const std::string& text = hints[static_cast<std::size_t>(i)];
-                if (text.empty()) continue;
-                void* bytes = rd_kafka_mem_malloc(m_rk.get(), text.size());
-                std::memcpy(bytes, text.data(), text.size());
-                list->elems[i].metadata = bytes;  // the list frees it
-                list->elems[i].metadata_size = text.size();
-            }
+        if (m_store != nullptr || hint_bytes == 0 || list->cnt == 0) return list;
+        const auto slots = static_cast<std::size_t>(list->cnt);
+        // Each told episode takes at least 12 bytes of hint: no more can fit.
+        const auto hints = detail::encode_hints(m_reseq.recent_episodes(slots * hint_bytes / 12),
+                                                slots, hint_bytes);
+        for (int i = 0; i < list->cnt; ++i) {
+            const std::string& text = hints[static_cast<std::size_t>(i)];
+            if (text.empty()) continue;
+            void* bytes = rd_kafka_mem_malloc(m_rk.get(), text.size());
+            std::memcpy(bytes, text.data(), text.size());
+            list->elems[i].metadata = bytes;  // the list frees it
+            list->elems[i].metadata_size = text.size();
         }
-        if (list->cnt > 0) {
-            const auto err = rd_kafka_commit(m_rk.get(), list, sync ? 0 : 1);
-            if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-                ++m_stats.consume_errors;
-            }
+        return list;
+    }
+
+    /// A commit's result (librdkafka calls it from rd_kafka_commit_queue for a sync commit, and
+    /// from turn()'s poll of m_commit_results for an async one). A refusal for the metadata's
+    /// size halves the hint's budget (to 0 below 64 bytes: a hint that small tells little) and
+    /// makes the next turn commit.
+    static void commit_result(rd_kafka_t* /*rk*/, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+        auto& self = *static_cast<ordered_consumer*>(opaque);
+        bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET;
+        bool too_large = err == RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE;
+        for (int i = 0; offsets != nullptr && i < offsets->cnt; ++i) {
+            const auto e = offsets->elems[i].err;
+            failed = failed || e != RD_KAFKA_RESP_ERR_NO_ERROR;
+            too_large = too_large || e == RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE;
         }
-        rd_kafka_topic_partition_list_destroy(list);
-        ++m_stats.commits;
+        if (failed) ++self.m_stats.commit_failures;
+        auto& budget = self.m_stats.commit_hint_bytes;
+        if (too_large && budget > 0) {
+            budget = budget / 2 < 64 ? 0 : budget / 2;
+            self.m_commit_now = true;
+        }
     }
 
     void refuse_if_failed(const char* call) const {
@@ -477,6 +527,7 @@ private:
         static_cast<void>(m_conf.release());                              // rd_kafka_new took it
         m_rk.reset(rk);
         rd_kafka_poll_set_consumer(rk);
+        m_commit_results.reset(rd_kafka_queue_new(rk));
     }
 
     /// The topic's partition count; throws when the topic does not exist. When `patient`,
@@ -904,8 +955,9 @@ private:
         if (m_on_gap) m_on_gap(g);
     }
 
-    detail::conf_ptr m_conf;  // until rd_kafka_new takes it
-    detail::handle_ptr m_rk;  // before the rest: destroyed last
+    detail::conf_ptr m_conf;             // until rd_kafka_new takes it
+    detail::handle_ptr m_rk;             // before the rest: destroyed last
+    detail::queue_ptr m_commit_results;  // async commits' results, served by turn()
     ordered_consumer_config m_config;
     message_sink m_on_message;
     gap_sink m_on_gap;
@@ -925,6 +977,7 @@ private:
     steady::time_point m_now{};
     steady::time_point m_last_tick{};
     steady::time_point m_last_commit{};
+    bool m_commit_now = false;  // a commit was refused for its hint's size: again next turn
     steady::time_point m_last_metadata{};
 };
 
