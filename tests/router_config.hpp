@@ -1,6 +1,7 @@
 #pragma once
-// The salting router configuration the tests build on: one-minute windows, a fixed producer id
-// and sketch seed (so runs repeat), and the given partitions, threshold and lanes (0: automatic).
+// The salting router configuration the tests build on: one-minute windows, a fixed producer id,
+// episode base and sketch seed (so runs repeat, stamps included), and the given partitions,
+// threshold and lanes (0: automatic).
 #include <keyroute/salting_router.hpp>
 
 #include <chrono>
@@ -15,6 +16,7 @@ inline auto router_config(std::uint64_t partitions, std::uint64_t threshold = 0,
     c.threshold = threshold;
     c.window = std::chrono::seconds(60);
     c.producer_id = 42;
+    c.episode_base = 1;
     c.seed = 7;
     c.lanes = lanes;
     return c;

@@ -291,6 +291,11 @@ TEST_CASE("bad-input: zero or negative windows and out-of-range settings are ref
     c = router_config(8, 0);
     c.lanes = 257;
     CHECK_THROWS_WITH(router(c), keyroute_test::contains("got 257"));
+    c = router_config(8, 0);
+    c.episode_base = std::uint64_t{1} << 56U;
+    CHECK_THROWS_WITH(router(c), keyroute_test::contains("episode_base must be below 2^56"));
+    c.episode_base = (std::uint64_t{1} << 56U) - 1U;
+    CHECK_NOTHROW(router(c));
     // The resequencer's durations: negative is refused, zero is valid.
     keyroute::resequencer_config rc;
     rc.max_delay = ms(-1);
@@ -832,6 +837,45 @@ TEST_CASE("bad-input: a full resequencer, release_early and refuse", "[bad-input
         CHECK(std::set<int>(q.delivered.begin(), q.delivered.end()) == accepted);
         CHECK(q.delivered.size() == accepted.size());
     }
+}
+
+// push()'s contract after `refused`: the same event again before any later offset of its
+// partition. Breaking it was silent: the later offset was taken, and the refused event, below it,
+// was then answered `duplicate` and never delivered.
+TEST_CASE("bad-input: a later offset pushed before a refused event is pushed again",
+          "[bad-input][resequencer]") {
+    keyroute::resequencer_config rc;
+    rc.max_events = 1;
+    rc.max_delay = ms(1000000);
+    rc.on_full = keyroute::full_policy::refuse;
+    reseq q(rc);
+    const keyroute::stamp waits{9, 0, 1, 1, true};  // sequence 0 of its episode not read yet
+    REQUIRE(q.r.push("a", waits, 1, keyroute::origin{0, 0}, ms(0)) ==
+            keyroute::push_result::accepted);
+    const keyroute::stamp other{9, 0, 2, 1, true};
+    REQUIRE(q.r.push("b", other, 2, keyroute::origin{1, 0}, ms(0)) ==
+            keyroute::push_result::refused);
+    CHECK_THROWS_WITH(q.r.push("c", keyroute::stamp{}, 3, keyroute::origin{1, 1}, ms(0)),
+                      keyroute_test::contains("partition 1 offset 1 pushed before offset 0, which "
+                                              "was refused, was pushed again"));
+    // Other partitions go on; the error changed nothing, and the retry is taken.
+    CHECK(q.r.push("d", keyroute::stamp{}, 4, keyroute::origin{2, 0}, ms(0)) ==
+          keyroute::push_result::accepted);
+    CHECK(q.r.push("a", keyroute::stamp{9, 0, 1, 0, true}, 0, keyroute::origin{3, 0}, ms(0)) ==
+          keyroute::push_result::accepted);  // sequence 0: both of "a" go, room is made
+    CHECK(q.r.push("b", other, 2, keyroute::origin{1, 0}, ms(0)) ==
+          keyroute::push_result::accepted);
+    CHECK(q.r.push("c", keyroute::stamp{}, 3, keyroute::origin{1, 1}, ms(0)) ==
+          keyroute::push_result::accepted);
+    // A reading that jumps past a refused offset (skip_to) owes it nothing any more.
+    CHECK(q.r.push("e", keyroute::stamp{9, 0, 3, 1, true}, 5, keyroute::origin{4, 0}, ms(0)) ==
+          keyroute::push_result::refused);
+    q.r.skip_to(4, 10);
+    CHECK(q.r.push("f", keyroute::stamp{}, 6, keyroute::origin{4, 10}, ms(0)) ==
+          keyroute::push_result::accepted);
+    q.r.flush();
+    CHECK(std::multiset<int>(q.delivered.begin(), q.delivered.end()) ==
+          std::multiset<int>{0, 1, 2, 3, 4, 6});
 }
 
 // Sequence 2^64-1 is an episode's last: once delivered, the episode is finished instead of its

@@ -121,7 +121,7 @@ public:
                   detail::jump_windows(m_config.window)),
           m_table(m_slots),
           m_lanes(m_config.lanes, m_n, m_slots, detail::random_nonzero_u64(),
-                  detail::mix64(m_secret_out + 0x632be59bd9b4e019ULL)),
+                  detail::mix64(m_secret_out + 0x632be59bd9b4e019ULL), m_config.episode_base),
           m_plans(m_slots, detail::planner::plan_capacity(m_n, m_slots)),
           m_planner(detail::planner_config{m_n, m_slots, m_config.threshold, m_config.auto_fraction,
                                            m_config.min_threshold, m_config.run_length}),
@@ -612,6 +612,10 @@ private:
         if (c.lanes == 0) {
             c.lanes =
                 automatic_lanes(c.partitions, c.max_hot_keys, std::thread::hardware_concurrency());
+        }
+        if (c.episode_base == 0) {
+            // A producer id the caller chose may be a router's before this one (a restart).
+            c.episode_base = c.producer_id != 0 ? (detail::random_nonzero_u64() >> 8U) | 1U : 1U;
         }
         if (c.producer_id == 0) c.producer_id = detail::random_nonzero_u64();
         if (c.seed == 0) c.seed = detail::random_nonzero_u64();

@@ -20,7 +20,8 @@
 ///     varint     : sequence
 ///
 /// The encoder writes at most 2 + 10 + 3 + 10 + 10 = 35 bytes, typically 14 to 18 with the
-/// salting router's random producer id (9 or 10 bytes), 6 to 10 with a one-byte one. The decoder
+/// salting router's random producer id (9 or 10 bytes), 13 to 17 with a one-byte id given in
+/// its config (whose episode ids then start at a random point, 7 or 8 bytes). The decoder
 /// also accepts varints padded to their 10 bytes (not the shortest form, but within 64 bits), so
 /// it reads up to 42. The header name keyroute uses
 /// is keyroute::stamp_header_name. The format is a compatibility contract: a version-1 decoder

@@ -13,11 +13,33 @@
 using keyroute::detail::partition_offsets;
 using seen = partition_offsets::seen;
 
+TEST_CASE("partition_offsets: a refused offset comes again before any later one",
+          "[resequencer][parts]") {
+    partition_offsets p;
+    REQUIRE(p.classify(0, 3) == seen::fresh);
+    p.take(0, false);
+    p.refuse(1);
+    CHECK_THROWS_WITH(p.classify(2, 3),
+                      keyroute_test::contains("partition 3 offset 2 pushed before offset 1"));
+    CHECK(p.classify(0, 3) == seen::duplicate);  // below it: as before
+    REQUIRE(p.classify(1, 3) == seen::fresh);    // the retry
+    p.refuse(1);                                 // refused again
+    CHECK_THROWS(p.classify(2, 3));
+    REQUIRE(p.classify(1, 3) == seen::fresh);
+    p.take(1, false);
+    CHECK(p.classify(2, 3) == seen::fresh);  // taken: the contract was kept
+    p.take(2, false);
+    p.refuse(3);
+    CHECK(p.skip_to(10) == 0);  // the reading jumped past it
+    CHECK(p.classify(10, 3) == seen::fresh);
+    CHECK(p.committable(std::nullopt) == 10);
+}
+
 TEST_CASE("partition_offsets: before the first offset nothing is committable",
           "[resequencer][offsets]") {
-    const partition_offsets p;
+    partition_offsets p;
     CHECK(p.next() == -1);
-    CHECK(p.classify(0) == seen::fresh);
+    CHECK(p.classify(0, 0) == seen::fresh);
     CHECK_FALSE(p.committable(std::nullopt).has_value());
     CHECK_FALSE(p.committable(5).has_value());
 }
@@ -27,9 +49,9 @@ TEST_CASE("partition_offsets: offsets below the highest taken are duplicates",
     partition_offsets p;
     CHECK_FALSE(p.take(10, false));
     CHECK(p.next() == 11);
-    CHECK(p.classify(10) == seen::duplicate);
-    CHECK(p.classify(3) == seen::duplicate);
-    CHECK(p.classify(11) == seen::fresh);
+    CHECK(p.classify(10, 0) == seen::duplicate);
+    CHECK(p.classify(3, 0) == seen::duplicate);
+    CHECK(p.classify(11, 0) == seen::fresh);
     CHECK(p.committable(std::nullopt) == 11);
     CHECK(p.committable(7) == 7);  // a held event keeps the commit below it
     CHECK(p.committable(20) == 11);
@@ -40,11 +62,11 @@ TEST_CASE("partition_offsets: a restored checkpoint's held offsets are re-read o
     partition_offsets p;
     p.restore(100, {40, 70});
     CHECK(p.committable(std::nullopt) == 40);
-    CHECK(p.classify(40) == seen::reread);
-    CHECK(p.classify(41) == seen::duplicate);
-    CHECK(p.classify(100) == seen::fresh);
+    CHECK(p.classify(40, 0) == seen::reread);
+    CHECK(p.classify(41, 0) == seen::duplicate);
+    CHECK(p.classify(100, 0) == seen::fresh);
     CHECK(p.take(40, true));
-    CHECK(p.classify(40) == seen::duplicate);  // once
+    CHECK(p.classify(40, 0) == seen::duplicate);  // once
     CHECK_FALSE(p.take(40, true));
     CHECK(p.committable(std::nullopt) == 70);
     CHECK(p.take(70, true));
@@ -62,7 +84,7 @@ TEST_CASE("partition_offsets: re-reads the reading passed are no longer expected
     CHECK(p.committable(std::nullopt) == 40);
     CHECK(p.skip_rereads_below(71) == 2);  // retention deleted 40 and 70
     CHECK(p.committable(std::nullopt) == 90);
-    CHECK(p.classify(90) == seen::reread);
+    CHECK(p.classify(90, 0) == seen::reread);
     CHECK(p.skip_rereads_below(1000) == 1);
     CHECK(p.rereads().empty());
     CHECK(p.committable(std::nullopt) == 100);
@@ -77,7 +99,7 @@ TEST_CASE("partition_offsets: re-reads the reading passed are no longer expected
     CHECK(q.next() == 10);  // never backwards
     CHECK(q.skip_to(20) == 1);
     CHECK(q.next() == 20);
-    CHECK(q.classify(15) == seen::duplicate);
+    CHECK(q.classify(15, 0) == seen::duplicate);
     CHECK(q.committable(std::nullopt) == 20);
 }
 
@@ -102,7 +124,7 @@ TEST_CASE("partition_offsets: random reads agree with a set of offsets taken",
         std::int64_t high = next - 1;
         for (int step = 0; step < 200; ++step) {
             const auto o = static_cast<std::int64_t>(rng() % 80);
-            const seen s = p.classify(o);
+            const seen s = p.classify(o, 0);
             if (o > high) {
                 REQUIRE(s == seen::fresh);
             } else if (pending.count(o) != 0) {

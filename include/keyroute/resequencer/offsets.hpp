@@ -6,15 +6,21 @@
 ///
 /// Contract (push()'s): a partition's events are pushed in offset order, so an offset below the
 /// highest one taken was read before, unless it is one the restored checkpoint still held (a
-/// re-read, taken again once). Invariants: next() is -1 before the first offset, else one past
-/// the highest taken; every re-read offset is below next().
+/// re-read, taken again once); a refused event is pushed again before any later offset (checked:
+/// a later one throws, as it would make the refused one a duplicate). Invariants: next() is -1
+/// before the first offset, else one past the highest taken; every re-read offset is below
+/// next(); a refused offset owed is at or above next().
+
+#include "../detail/config.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace keyroute::detail {
@@ -28,9 +34,23 @@ public:
         duplicate,  ///< taken before
     };
 
-    [[nodiscard]] auto classify(std::int64_t offset) const -> seen {
-        if (offset >= m_next) return seen::fresh;
-        return m_rereads.count(offset) != 0 ? seen::reread : seen::duplicate;
+    /// @throws std::invalid_argument for an offset above a refused one not pushed again since
+    ///         (`partition` names it in the message); nothing changes then.
+    [[nodiscard]] auto classify(std::int64_t offset, std::uint32_t partition) -> seen {
+        if (offset >= m_next) return seen::fresh;  // never while parked
+        return classify_rest(offset, partition);
+    }
+
+    /// `offset`, at or above next(), was refused: it is to be pushed again before any later one.
+    /// Until then every offset takes classify()'s slow path (m_next is parked), so that the
+    /// common case stays one compare.
+    void refuse(std::int64_t offset) noexcept {
+        if (!m_parked) {
+            m_parked_next = m_next;
+            m_next = std::numeric_limits<std::int64_t>::max();  // above every offset push() takes
+            m_parked = true;
+        }
+        m_refused = offset;
     }
 
     /// Records `offset` as taken (`reread`: classify() said so). Returns whether it was one of
@@ -53,16 +73,19 @@ public:
 
     /// Nothing below `offset` will be read any more (the reading jumped there): the re-reads
     /// below it are dropped (returns how many) and next() is at least `offset`, unless nothing
-    /// was taken yet.
+    /// was taken yet. A refused offset below it is owed no more.
     auto skip_to(std::int64_t offset) -> std::size_t {
+        if (m_parked && offset > m_refused) unpark();
         const std::size_t n = skip_rereads_below(offset);
-        if (m_next >= 0) m_next = std::max(m_next, offset);
+        std::int64_t& next = m_parked ? m_parked_next : m_next;
+        if (next >= 0) next = std::max(next, offset);
         return n;
     }
 
     /// Loads a checkpoint's position: `held` are offsets below `next` to be re-read.
     void restore(std::int64_t next, const std::vector<std::int64_t>& held) {
         m_next = next;
+        m_parked = false;
         m_rereads.insert(held.begin(), held.end());
     }
 
@@ -71,21 +94,51 @@ public:
     /// before the first offset.
     [[nodiscard]] auto committable(std::optional<std::int64_t> lowest_held) const
         -> std::optional<std::int64_t> {
-        if (m_next < 0) return std::nullopt;
-        std::int64_t out = m_next;
+        if (next() < 0) return std::nullopt;
+        std::int64_t out = next();
         if (lowest_held) out = std::min(out, *lowest_held);
         if (!m_rereads.empty()) out = std::min(out, *m_rereads.begin());
         return out;
     }
 
-    [[nodiscard]] auto next() const noexcept -> std::int64_t { return m_next; }
+    [[nodiscard]] auto next() const noexcept -> std::int64_t {
+        return m_parked ? m_parked_next : m_next;
+    }
     /// Re-reads still expected, in increasing order.
     [[nodiscard]] auto rereads() const noexcept -> const std::set<std::int64_t>& {
         return m_rereads;
     }
 
 private:
-    std::int64_t m_next = -1;
+    void unpark() noexcept {
+        m_next = m_parked_next;
+        m_parked = false;
+    }
+
+    // Out of classify()'s inlined text.
+    [[gnu::noinline]] auto classify_rest(std::int64_t offset, std::uint32_t partition) -> seen {
+        if (m_parked) {
+            if (offset == m_refused) {  // pushed again: the contract is kept
+                unpark();
+                return offset >= m_next ? seen::fresh : classify_rest(offset, partition);
+            }
+            if (offset > m_refused) {
+                invalid_argument("keyroute resequencer::push: partition " +
+                                 std::to_string(partition) + " offset " + std::to_string(offset) +
+                                 " pushed before offset " + std::to_string(m_refused) +
+                                 ", which was refused, was pushed again (a refused event must be "
+                                 "pushed again before any later event of its partition, or it "
+                                 "would be taken for a duplicate)");
+            }
+            if (offset >= m_parked_next) return seen::fresh;  // out of order below it: as before
+        }
+        return m_rereads.count(offset) != 0 ? seen::reread : seen::duplicate;
+    }
+
+    std::int64_t m_next = -1;         // 2^63 - 1 while parked
+    std::int64_t m_parked_next = -1;  // next() while parked
+    std::int64_t m_refused = -1;      // the refused offset owed, while parked
+    bool m_parked = false;            // a refused offset is owed
     std::set<std::int64_t> m_rereads;
 };
 

@@ -51,9 +51,19 @@ struct salting_config {
     /// hardware threads if more (at most 16), fewer only to keep the state within 256 KiB, at
     /// least 2. At most 256. salting_router::state_bytes() sizes a configuration.
     std::uint32_t lanes = 0;
-    /// Identifies this producer in stamps; 0 = a random id drawn at construction (never 0;
-    /// salting_router::config() reports it).
+    /// Identifies this router in stamps; 0 = a random id drawn at construction (never 0;
+    /// salting_router::config() reports it). An id given here may be a router's before this one
+    /// (a restarted process): see episode_base. Two routers that run at the same time must not
+    /// share an id: to a consumer they would be one producer.
     std::uint64_t producer_id = 0;
+    /// Where the lanes' episode ids start: lane i gives episode_base + i + 1, then steps of
+    /// lanes + 1 (episode_base rounded down to a multiple of lanes + 1). Below 2^56. 0 =
+    /// automatic: with producer_id given, a random start (7 to 8 bytes of stamp instead of 1
+    /// to 3), so that a router that reuses an id never repeats its predecessor's stamps, which a
+    /// resequencer that remembers them would drop as duplicates; with producer_id drawn, 1.
+    /// config() reports the value in force (build from it to replay a router's stamps; not to
+    /// restart one: leave it 0 then).
+    std::uint64_t episode_base = 0;
     /// Seed of the tracking hash and of the lanes' draws (a router built with a fixed seed
     /// replays a trace exactly on one thread); 0 = a random seed drawn at construction (never 0;
     /// config() reports it).
@@ -63,7 +73,10 @@ struct salting_config {
     /// to another available partition (the first available one of a sequence drawn from the
     /// key's XXH3 hash with seed 0, so that every producer picks the same one; a few draws on
     /// average, whatever the partition count); they come back when it returns. This gives up the
-    /// order of those keys' home-bound events across the change, which no resequencer can restore.
+    /// order of those keys' home-bound events across the change, which no resequencer can restore,
+    /// and of a spread key whose home goes down, the order between its episodes around it (the
+    /// stamped events that close one and open the next no longer meet on home), spread events
+    /// included.
     /// Off, they wait for their home, held by the client.
     bool failover_cold_keys = false;
 };
@@ -142,6 +155,8 @@ auto checked_config(const salting_config& c) -> salting_config {
         fail("lanes must be at most 256, got " + std::to_string(c.lanes));
     if (c.threshold > 0xffffffffULL)
         fail("threshold must be below 2^32, got " + std::to_string(c.threshold));
+    if (c.episode_base >= (std::uint64_t{1} << 56U))
+        fail("episode_base must be below 2^56, got " + std::to_string(c.episode_base));
     return c;
 }
 

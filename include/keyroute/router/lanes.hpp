@@ -286,8 +286,11 @@ inline auto thread_lane_leases() noexcept -> lane_leases& {
 /// A router's lanes: `exclusive` of them, then the overflow lane.
 class lane_registry {
 public:
+    /// Lane i gives the episode ids b + i + 1, b + i + 1 + (exclusive + 1), ..., where b is
+    /// `episode_base` (below 2^56) rounded down to a multiple of exclusive + 1: unique in the
+    /// registry.
     lane_registry(std::uint32_t exclusive, std::uint32_t partitions, std::uint32_t slot_count,
-                  std::uint64_t uid, std::uint64_t seed)
+                  std::uint64_t uid, std::uint64_t seed, std::uint64_t episode_base = 0)
         : m_exclusive(exclusive),
           m_uid(uid),
           m_lanes(std::make_unique<lane[]>(exclusive + 1U)),
@@ -304,9 +307,9 @@ public:
             ln.tracked = ln.cold + partitions;
             ln.slots = i < exclusive ? m_slots.get() + std::size_t{i} * slot_count : nullptr;
             ln.rng = seed ^ (0x632be59bd9b4e019ULL * (i + 1U));
-            // Lane i gives the episode ids i + 1, i + 1 + (lanes + 1), ...: unique in the router.
             ln.episode_step = exclusive + 1U;
-            ln.episodes = i + 1U - ln.episode_step;
+            ln.episodes =
+                episode_base / ln.episode_step * ln.episode_step + i + 1U - ln.episode_step;
         }
     }
 
