@@ -396,7 +396,8 @@ public:
     ///      event is pushed again before any later event of its partition.
     /// @throws std::invalid_argument if `source.offset` is 2^63 - 1, or is above the offset of
     ///         an event of its partition that was refused and not pushed again
-    ///         (docs/bad-input.md); nothing changes then.
+    ///         (docs/bad-input.md); the event is not taken, and nothing else is lost (events
+    ///         that a sink's exception left ready may go first).
     /// Complexity: O(1) hash look-ups for an event that passes straight through; O(log n) plus
     /// the events it releases otherwise (O(h) where h is the number of events of its key held
     /// from its partition).
@@ -1040,7 +1041,9 @@ private:
     // skip_to()).
     void skip_rereads(std::uint32_t partition, std::int64_t offset) {
         partition_state* ps = find_partition(partition);
-        if (ps != nullptr) drop_rereads(ps->offsets.skip_rereads_below(offset));
+        if (ps == nullptr) return;
+        ps->offsets.check_owed(offset, partition);  // before anything changes
+        drop_rereads(ps->offsets.skip_rereads_below(offset));
     }
 
     void drop_rereads(std::size_t n) {

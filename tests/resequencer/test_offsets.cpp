@@ -35,6 +35,29 @@ TEST_CASE("partition_offsets: a refused offset comes again before any later one"
     CHECK(p.committable(std::nullopt) == 10);
 }
 
+TEST_CASE("partition_offsets: while a refused offset is owed", "[resequencer][parts]") {
+    partition_offsets p;
+    p.restore(10, {4});
+    p.refuse(4);  // a re-read, refused
+    CHECK(p.next() == 10);
+    CHECK_NOTHROW(p.check_owed(4, 0));
+    CHECK_THROWS_WITH(p.check_owed(5, 0),
+                      keyroute_test::contains("offset 5 pushed before offset 4"));
+    CHECK(p.committable(std::nullopt) == 4);
+    REQUIRE(p.classify(4, 0) == seen::reread);  // the retry, still a re-read
+    CHECK(p.take(4, true));
+    CHECK(p.committable(std::nullopt) == 10);
+    // An offset below the refused one, out of partition order, is taken and moves next().
+    p.refuse(20);
+    REQUIRE(p.classify(12, 0) == seen::fresh);
+    p.take(12, false);
+    CHECK(p.next() == 13);
+    CHECK(p.classify(12, 0) == seen::duplicate);
+    REQUIRE(p.classify(20, 0) == seen::fresh);
+    p.take(20, false);
+    CHECK(p.next() == 21);
+}
+
 TEST_CASE("partition_offsets: before the first offset nothing is committable",
           "[resequencer][offsets]") {
     partition_offsets p;

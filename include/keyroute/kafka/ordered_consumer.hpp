@@ -48,8 +48,8 @@
 ///   active episodes, so that a restart does not wait max_delay for what was delivered before it
 ///   and report it as a gap. Why not the whole checkpoint there: it holds every remembered
 ///   episode, more than the brokers' offset.metadata.max.bytes (4 KiB by default) allows.
-///   A broker whose limit is lower refuses the commit: it goes again with half the hint's
-///   budget, down to none, so the offsets keep advancing whatever the limit.
+///   A broker whose limit is lower refuses the commit: it goes again with half the metadata
+///   it sent, down to none, so the offsets keep advancing whatever the limit.
 /// - Errors: a topic that does not exist or disappears, a partition count that differs from
 ///   the checkpoint's or changes while running (checked every `metadata_interval`), and
 ///   librdkafka's fatal errors throw std::runtime_error naming them. Transient errors (a broker
@@ -144,8 +144,8 @@ struct ordered_consumer_config {
     std::chrono::milliseconds fetch_wait{20};
     /// Without a checkpoint_store: the most bytes of hint (commit_hint.hpp) in each partition's
     /// commit metadata, at most 4096; 0 sends none. A commit that a broker refuses for its
-    /// metadata's size (above offset.metadata.max.bytes, 4096 by default) goes again with
-    /// half, and later commits keep the smaller budget (stats().commit_hint_bytes).
+    /// metadata's size (above offset.metadata.max.bytes, 4096 by default) goes again with half
+    /// of what it sent, and later commits keep the smaller budget (stats().commit_hint_bytes).
     std::size_t commit_hint_bytes = 3072;
 };
 
@@ -172,8 +172,8 @@ struct ordered_consumer_stats {
     /// Commits that failed or that a broker refused, in whole or for some partitions (an async
     /// commit's result comes in on a later poll()). Their offsets go with the next commit.
     std::uint64_t commit_failures = 0;
-    /// The hint's budget now (no checkpoint_store; else 0): commit_hint_bytes, halved at each
-    /// commit a broker refused for the size of its metadata (offset.metadata.max.bytes).
+    /// The hint's budget now (no checkpoint_store; else 0): commit_hint_bytes, or half the
+    /// metadata of the last commit a broker refused for its size (offset.metadata.max.bytes).
     std::size_t commit_hint_bytes = 0;
 };
 
@@ -374,7 +374,7 @@ private:
 
     /// Saves the checkpoint, then commits the offsets (commit() without the failure guard). A
     /// sync commit whose hint a broker refused as too large goes again at once with a smaller
-    /// one (commit_result() halved the budget); an async one goes again on the next turn.
+    /// one (commit_result() lowered the budget); an async one goes again on the next turn.
     void save_and_commit(bool sync) {
         m_last_commit = m_now;
         m_commit_now = false;
@@ -396,6 +396,7 @@ private:
             if (!sync && err != RD_KAFKA_RESP_ERR_NO_ERROR) ++m_stats.commit_failures;
             if (!sync || m_stats.commit_hint_bytes == budget) break;
         }
+        if (sync) m_commit_now = false;  // retried above
         ++m_stats.commits;
     }
 
@@ -428,22 +429,26 @@ private:
 
     /// A commit's result (librdkafka calls it from rd_kafka_commit_queue for a sync commit, and
     /// from turn()'s poll of m_commit_results for an async one). A refusal for the metadata's
-    /// size halves the hint's budget (to 0 below 64 bytes: a hint that small tells little) and
-    /// makes the next turn commit.
+    /// size sets the hint's budget to half the largest metadata that commit sent (0 below 64
+    /// bytes: a hint that small tells little), unless the budget is already below it (another
+    /// refusal of a commit sent before lowered it), and makes the next turn commit.
     static void commit_result(rd_kafka_t* /*rk*/, rd_kafka_resp_err_t err,
                               rd_kafka_topic_partition_list_t* offsets, void* opaque) {
         auto& self = *static_cast<ordered_consumer*>(opaque);
         bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET;
         bool too_large = err == RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE;
+        std::size_t sent = 0;  // the largest metadata of the commit (the result lists it)
         for (int i = 0; offsets != nullptr && i < offsets->cnt; ++i) {
             const auto e = offsets->elems[i].err;
             failed = failed || e != RD_KAFKA_RESP_ERR_NO_ERROR;
             too_large = too_large || e == RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE;
+            sent = std::max(sent, offsets->elems[i].metadata_size);
         }
         if (failed) ++self.m_stats.commit_failures;
         auto& budget = self.m_stats.commit_hint_bytes;
-        if (too_large && budget > 0) {
-            budget = budget / 2 < 64 ? 0 : budget / 2;
+        if (too_large && budget > 0 && sent <= budget) {
+            const std::size_t half = (sent > 0 ? sent : budget) / 2;
+            budget = half < 64 ? 0 : half;
             self.m_commit_now = true;
         }
     }

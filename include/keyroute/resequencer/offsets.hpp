@@ -9,7 +9,7 @@
 /// re-read, taken again once); a refused event is pushed again before any later offset (checked:
 /// a later one throws, as it would make the refused one a duplicate). Invariants: next() is -1
 /// before the first offset, else one past the highest taken; every re-read offset is below
-/// next(); a refused offset owed is at or above next().
+/// next(); a refused offset owed is at or above next(), unless it is a re-read.
 
 #include "../detail/config.hpp"
 
@@ -41,9 +41,15 @@ public:
         return classify_rest(offset, partition);
     }
 
-    /// `offset`, at or above next(), was refused: it is to be pushed again before any later one.
-    /// Until then every offset takes classify()'s slow path (m_next is parked), so that the
-    /// common case stays one compare.
+    /// @throws std::invalid_argument, as classify() does, for an offset above a refused one
+    ///         still owed: for what push() changes before it classifies (re-reads passed).
+    void check_owed(std::int64_t offset, std::uint32_t partition) const {
+        if (m_parked && offset > m_refused) owed(offset, partition);
+    }
+
+    /// `offset` (not taken: at or above next(), or a re-read) was refused: it is to be pushed
+    /// again before any later one. Until then every offset takes classify()'s slow path (m_next
+    /// is parked), so that the common case stays one compare.
     void refuse(std::int64_t offset) noexcept {
         if (!m_parked) {
             m_parked_next = m_next;
@@ -57,7 +63,11 @@ public:
     /// the re-reads still expected (it is not any more).
     auto take(std::int64_t offset, bool reread) -> bool {
         const bool erased = reread && m_rereads.erase(offset) != 0;
-        if (offset >= m_next) m_next = offset + 1;
+        if (offset >= m_next) {
+            m_next = offset + 1;
+        } else if (m_parked && offset >= m_parked_next) {
+            m_parked_next = offset + 1;  // below the refused one, out of partition order
+        }
         return erased;
     }
 
@@ -110,6 +120,15 @@ public:
     }
 
 private:
+    [[noreturn]] void owed(std::int64_t offset, std::uint32_t partition) const {
+        invalid_argument("keyroute resequencer::push: partition " + std::to_string(partition) +
+                         " offset " + std::to_string(offset) + " pushed before offset " +
+                         std::to_string(m_refused) +
+                         ", which was refused, was pushed again (a refused event must be pushed "
+                         "again before any later event of its partition, or it would be taken "
+                         "for a duplicate)");
+    }
+
     void unpark() noexcept {
         m_next = m_parked_next;
         m_parked = false;
@@ -122,15 +141,8 @@ private:
                 unpark();
                 return offset >= m_next ? seen::fresh : classify_rest(offset, partition);
             }
-            if (offset > m_refused) {
-                invalid_argument("keyroute resequencer::push: partition " +
-                                 std::to_string(partition) + " offset " + std::to_string(offset) +
-                                 " pushed before offset " + std::to_string(m_refused) +
-                                 ", which was refused, was pushed again (a refused event must be "
-                                 "pushed again before any later event of its partition, or it "
-                                 "would be taken for a duplicate)");
-            }
-            if (offset >= m_parked_next) return seen::fresh;  // out of order below it: as before
+            if (offset > m_refused) owed(offset, partition);
+            if (offset >= m_parked_next) return seen::fresh;  // out of order below it
         }
         return m_rereads.count(offset) != 0 ? seen::reread : seen::duplicate;
     }
