@@ -377,7 +377,6 @@ private:
     /// one (commit_result() lowered the budget); an async one goes again on the next turn.
     void save_and_commit(bool sync) {
         m_last_commit = m_now;
-        m_commit_now = false;
         if (m_store != nullptr) {
             m_store->save(consumer_checkpoint{m_config.topic, m_partitions, m_reseq.checkpoint()});
         }
@@ -396,7 +395,7 @@ private:
             if (!sync && err != RD_KAFKA_RESP_ERR_NO_ERROR) ++m_stats.commit_failures;
             if (!sync || m_stats.commit_hint_bytes == budget) break;
         }
-        if (sync) m_commit_now = false;  // retried above
+        m_commit_now = false;  // a sync commit's refusal was retried above
         ++m_stats.commits;
     }
 
@@ -446,9 +445,8 @@ private:
         }
         if (failed) ++self.m_stats.commit_failures;
         auto& budget = self.m_stats.commit_hint_bytes;
-        if (too_large && budget > 0 && sent <= budget) {
-            const std::size_t half = (sent > 0 ? sent : budget) / 2;
-            budget = half < 64 ? 0 : half;
+        if (too_large && sent > 0 && sent <= budget) {
+            budget = sent / 2 < 64 ? 0 : sent / 2;
             self.m_commit_now = true;
         }
     }

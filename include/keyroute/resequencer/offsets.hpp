@@ -137,13 +137,15 @@ private:
     // Out of classify()'s inlined text.
     [[gnu::noinline]] auto classify_rest(std::int64_t offset, std::uint32_t partition) -> seen {
         if (m_parked) {
-            if (offset == m_refused) {  // pushed again: the contract is kept
-                unpark();
-                return offset >= m_next ? seen::fresh : classify_rest(offset, partition);
+            if (offset == m_refused) {
+                unpark();  // pushed again: the contract is kept
+            } else if (offset > m_refused) {
+                owed(offset, partition);
+            } else if (offset >= m_parked_next) {
+                return seen::fresh;  // out of order below it
             }
-            if (offset > m_refused) owed(offset, partition);
-            if (offset >= m_parked_next) return seen::fresh;  // out of order below it
         }
+        if (offset >= m_next) return seen::fresh;
         return m_rereads.count(offset) != 0 ? seen::reread : seen::duplicate;
     }
 
