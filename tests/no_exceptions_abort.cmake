@@ -4,7 +4,7 @@ execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE result OUTPUT_VARIABLE out ER
 if(result EQUAL 0)
   message(FATAL_ERROR "expected a failure, got exit 0; stdout: ${out}")
 endif()
-set(expected "keyroute: invalid argument: keyroute partitioner: partitions must be in [1, 2147483647], got 0")
+set(expected "keyroute: invalid argument: keyroute::kafka_partitioner: partitions must be in [1, 2147483647], got 0")
 string(FIND "${err}" "${expected}" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "stderr lacks the message\n  expected: ${expected}\n  stderr: ${err}")

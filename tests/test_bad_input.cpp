@@ -126,6 +126,19 @@ TEST_CASE("bad-input: counts above a scheme's limit are refused; the limit itsel
                       keyroute_test::contains("2147483648"));
     CHECK_THROWS_AS(keyroute::pulsar_murmur3_partitioner(int32_limit + 1), std::invalid_argument);
     CHECK_THROWS_AS(keyroute::rdkafka_fnv1a_partitioner(int32_limit + 1), std::invalid_argument);
+    // Each message names its scheme.
+    CHECK_THROWS_WITH(keyroute::kafka_partitioner(0),
+                      keyroute_test::contains("keyroute::kafka_partitioner: partitions"));
+    CHECK_THROWS_WITH(keyroute::rdkafka_consistent_partitioner(0),
+                      keyroute_test::contains("keyroute::rdkafka_consistent_partitioner"));
+    CHECK_THROWS_WITH(keyroute::rdkafka_fnv1a_partitioner(0),
+                      keyroute_test::contains("keyroute::rdkafka_fnv1a_partitioner"));
+    CHECK_THROWS_WITH(keyroute::pulsar_java_string_partitioner(0),
+                      keyroute_test::contains("keyroute::pulsar_java_string_partitioner"));
+    CHECK_THROWS_WITH(keyroute::pulsar_murmur3_partitioner(0),
+                      keyroute_test::contains("keyroute::pulsar_murmur3_partitioner"));
+    CHECK_THROWS_WITH(keyroute::hash_partitioner<>(0),
+                      keyroute_test::contains("keyroute::hash_partitioner: partitions"));
     CHECK(keyroute::kafka_partitioner(int32_limit).route("user-42") < int32_limit);
     CHECK(keyroute::pulsar_java_string_partitioner(int32_limit).route("user-42") < int32_limit);
     // The generic schemes stop at 2^32-1; a count that does not fit 64 bits after a negative
@@ -176,6 +189,44 @@ TEST_CASE("bad-input: set_available refuses a partition that does not exist",
     CHECK_NOTHROW(router.set_available(3, false));
     CHECK_FALSE(router.available(3));
     CHECK_FALSE(router.available(4));  // not a partition: never available
+}
+
+TEST_CASE("bad-input: with every partition down, every key goes home, the hot one too",
+          "[bad-input][router]") {
+    // Nothing is available to fail over or spread to: each event goes to its key's home, and
+    // the caller sees that home is down (available(d.partition) is false).
+    for (const bool failover : {false, true}) {
+        INFO("failover_cold_keys " << failover);
+        auto config = router_config(6, 0);
+        config.failover_cold_keys = failover;
+        keyroute::salting_router<> router(config);
+        for (std::uint32_t p = 0; p < 6; ++p) router.set_available(p, false);
+        const auto t0 = std::chrono::system_clock::time_point{} + std::chrono::hours(1000);
+        std::uint64_t away = 0;
+        std::uint64_t salted = 0;
+        for (int i = 0; i < 60000; ++i) {
+            // Every other event is one key's: hot enough to be spread on any partition up.
+            const std::string key = i % 2 == 0 ? "tenant-1" : "k" + std::to_string(i % 997);
+            const auto d = router.decide(key, t0 + std::chrono::milliseconds(i));
+            away += d.partition != d.home ? 1U : 0U;
+            salted += d.stamp.salted ? 1U : 0U;
+            REQUIRE_FALSE(router.available(d.partition));
+        }
+        CHECK(away == 0);
+        CHECK(salted == 0);
+        // One partition back: with failover, the down partitions' cold keys go to it.
+        router.set_available(2, true);
+        const keyroute::hash_partitioner<> base(6);
+        std::uint64_t to_two = 0;
+        for (int k = 0; k < 997; ++k) {
+            const std::string key = "k" + std::to_string(k);
+            const auto d = router.decide(key, t0 + std::chrono::minutes(5));
+            CHECK(d.home == base.route(key));
+            CHECK(d.partition == (failover ? 2U : d.home));
+            to_two += d.partition == 2 ? 1U : 0U;
+        }
+        CHECK(to_two > (failover ? 900U : 0U));
+    }
 }
 
 TEST_CASE("bad-input: rendezvous and maglev refuse duplicate ids and bad weights",

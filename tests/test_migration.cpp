@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
@@ -206,6 +207,43 @@ TEST_CASE("bad weights are rejected, naming the index and value", "[migration][c
     const auto r = keyroute::compare_partitioners(a, b, keys, {big / 4, big / 4, big / 4});
     CHECK(std::isfinite(r.traffic));
     CHECK((r.moved_traffic_share() >= 0 && r.moved_traffic_share() <= 1));
+}
+
+TEST_CASE("keys read once and integer weights give the same report", "[migration]") {
+    // Keys streamed from a file: a range that can be read only once.
+    const keyroute::jump_partitioner<> a(7), b(8);
+    std::vector<std::string> keys;
+    std::vector<std::uint64_t> counts;
+    std::string text;
+    for (std::uint64_t i = 0; i < 2000; ++i) {
+        keys.push_back("tenant-" + std::to_string(i * 7919));
+        counts.push_back(i % 13);
+        text += keys.back() + "\n";
+    }
+    const std::vector<double> weights(counts.begin(), counts.end());
+    const auto expected = keyroute::compare_partitioners(a, b, keys, weights);
+    check_against_naive(expected, a, b, keys, weights);
+    REQUIRE(expected.moved_keys > 0);
+
+    struct once {
+        std::istringstream* in;
+        auto begin() const { return std::istream_iterator<std::string>(*in); }
+        auto end() const { return std::istream_iterator<std::string>(); }
+    };
+    std::istringstream in(text);
+    const auto streamed = keyroute::compare_partitioners(a, b, once{&in}, counts);
+    CHECK(streamed.keys == expected.keys);
+    CHECK(streamed.moved_keys == expected.moved_keys);
+    CHECK(streamed.traffic == expected.traffic);
+    CHECK(streamed.moved_traffic == expected.moved_traffic);
+    std::istringstream unweighted(text);
+    CHECK(keyroute::compare_partitioners(a, b, once{&unweighted}).keys == 2000);
+    std::istringstream short_weights(text);
+    REQUIRE_THROWS_WITH(
+        keyroute::compare_partitioners(a, b, once{&short_weights}, std::vector<int>(1999, 1)),
+        keyroute_test::contains("got 1999 weights for 2000 keys"));
+    REQUIRE_THROWS_WITH(keyroute::compare_partitioners(a, b, keys, std::vector<int>{1, -1, 1}),
+                        keyroute_test::contains("weights[1] = -1"));
 }
 
 TEST_CASE("partitions past the listing limit are still known to be in their side", "[migration]") {

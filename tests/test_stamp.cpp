@@ -155,6 +155,15 @@ TEST_CASE("a default stamp means no stamp", "[ordering][stamp]") {
     CHECK(stamp{1, 2, 3, 4, true} != stamp{1, 2, 3, 4, false});
 }
 
+TEST_CASE("no stamp encodes to no bytes, never to bytes a decoder rejects", "[ordering][stamp]") {
+    for (const stamp& none : {stamp{}, stamp{7, 3, 0, 12, true}}) {
+        const auto bytes = keyroute::encode_stamp(none);
+        CHECK(bytes.size == 0);
+        CHECK(bytes.view().empty());
+    }
+    CHECK(keyroute::encode_stamp(stamp{0, 0, 1, 0, false}).size == 6);
+}
+
 TEST_CASE("random bytes never crash the decoder and accepted ones re-encode", "[ordering][stamp]") {
     std::mt19937_64 rng(77);
     std::size_t accepted = 0;

@@ -313,9 +313,11 @@ struct is_key_range<Keys, std::void_t<decltype(std::begin(std::declval<const Key
 ///        different types: e.g. kafka_partitioner(12) and kafka_partitioner(13), or two
 ///        rendezvous_partitioner id sets.
 /// @param keys a range of anything convertible to std::string_view (std::vector<std::string>,
-///        std::vector<std::string_view>, ...). Duplicates count as separate keys.
+///        std::vector<std::string_view>, ...), read once: a single-pass range (keys streamed
+///        from a file) works too. Duplicates count as separate keys.
 /// @param weights empty (each key weighs 1), or one weight per key, `weights[i]` for the i-th
-///        key (e.g. its events per second): finite and >= 0.
+///        key (e.g. its events per second or its event count): a std::vector (or any range with
+///        `size()` and `[]`) of arithmetic values, finite and >= 0.
 /// @throws std::invalid_argument if `weights` is neither empty nor as long as `keys`, or a
 ///         weight is negative, infinite or NaN (the message names the index and value), or the
 ///         weights add up to more than a double holds (every total of the report is then
@@ -323,40 +325,48 @@ struct is_key_range<Keys, std::void_t<decltype(std::begin(std::declval<const Key
 /// Complexity: two routes per key; memory O(keys + partitions), plus, where the ids are not
 /// sparse (see detail::flow_table), 72 bytes per id up to the largest. Thread-safe if
 /// the partitioners' `route()` is.
-template <class Old, class New, class Keys,
+template <class Old, class New, class Keys, class Weights = std::vector<double>,
           std::enable_if_t<detail::is_key_range<Keys>::value, int> = 0>
 auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
-                          const std::vector<double>& weights = {}) -> migration_report {
+                          const Weights& weights = {}) -> migration_report {
+    static_assert(std::is_arithmetic_v<std::decay_t<decltype(weights[0])>>,
+                  "keyroute::compare_partitioners: weights must be arithmetic values");
     constexpr const char* who = "keyroute::compare_partitioners";
+    const auto weight_count = static_cast<std::size_t>(weights.size());
     double sum = 0;
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-        if (!(weights[i] >= 0) || !std::isfinite(weights[i])) {
+    for (std::size_t i = 0; i < weight_count; ++i) {
+        const auto w = static_cast<double>(weights[i]);
+        if (!(w >= 0) || !std::isfinite(w)) {
             std::ostringstream msg;
-            msg << who << ": weights must be finite and >= 0, got weights[" << i
-                << "] = " << weights[i];
+            msg << who << ": weights must be finite and >= 0, got weights[" << i << "] = " << w;
             detail::invalid_argument(msg.str());
         }
-        sum += weights[i];
+        sum += w;
         if (!std::isfinite(sum)) {
             std::ostringstream msg;
             msg << who << ": the weights add up to more than a double holds (at weights[" << i
-                << "] = " << weights[i] << "); scale them down";
+                << "] = " << w << "); scale them down";
             detail::invalid_argument(msg.str());
         }
     }
-    const auto count = static_cast<std::size_t>(std::distance(std::begin(keys), std::end(keys)));
-    if (!weights.empty() && weights.size() != count) {
-        detail::invalid_argument(
-            std::string(who) + ": weights must be empty or have one entry per key, got " +
-            std::to_string(weights.size()) + " weights for " + std::to_string(count) + " keys");
-    }
+    // Keys are counted as they are read (a single-pass range cannot be read twice); keys past
+    // the weights are only counted, for the error.
     detail::migration_accumulator<Old, New> acc(before, after);
     std::size_t i = 0;
     for (const auto& key : keys) {
-        acc.add(std::string_view(key), weights.empty() ? 1.0 : weights[i]);
+        if (weight_count == 0) {
+            acc.add(std::string_view(key), 1.0);
+        } else if (i < weight_count) {
+            acc.add(std::string_view(key), static_cast<double>(weights[i]));
+        }
         ++i;
     }
-    return acc.finish(!weights.empty());
+    if (weight_count != 0 && i != weight_count) {
+        detail::invalid_argument(
+            std::string(who) + ": weights must be empty or have one entry per key, got " +
+            std::to_string(weight_count) + " weights for " + std::to_string(i) + " keys");
+    }
+    return acc.finish(weight_count != 0);
 }
 
 /// As above, on a generated sample (default: 1M keys of 16 bytes): the share of keys that move

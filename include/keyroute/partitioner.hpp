@@ -68,10 +68,7 @@ public:
     /// @throws std::invalid_argument if `partitions` is 0 or above `max_partitions`; the message
     ///         names the value.
     explicit hash_partitioner(std::uint64_t partitions, Hash hash = Hash{})
-        : m_hash(hash),
-          m_reduce(
-              detail::check_partition_count(partitions, max_partitions, "keyroute partitioner")),
-          m_partitions(static_cast<std::uint32_t>(partitions)) {}
+        : hash_partitioner(partitions, "keyroute::hash_partitioner", hash) {}
 
     /// The partition of `key`, in [0, partitions()). Any bytes; an empty key is a key like any
     /// other (it does not mean "no key", which is the caller's to handle).
@@ -94,6 +91,13 @@ public:
     [[nodiscard]] auto partitions() const noexcept -> std::uint32_t { return m_partitions; }
 
     [[nodiscard]] auto hash_function() const noexcept -> const Hash& { return m_hash; }
+
+protected:
+    /// For the named schemes: `who` names the scheme in the error message.
+    hash_partitioner(std::uint64_t partitions, const char* who, Hash hash = Hash{})
+        : m_hash(hash),
+          m_reduce(detail::check_partition_count(partitions, max_partitions, who)),
+          m_partitions(static_cast<std::uint32_t>(partitions)) {}
 
 private:
     Hash m_hash;
@@ -130,7 +134,9 @@ struct int32_count {
 /// `murmur2_random` partitioners (for non-NULL keys). n in [1, 2^31-1]. Compatibility contract.
 class kafka_partitioner final : public hash_partitioner<detail::positive31<murmur2>> {
 public:
-    using hash_partitioner::hash_partitioner;
+    /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
+    explicit kafka_partitioner(std::uint64_t partitions)
+        : hash_partitioner(partitions, "keyroute::kafka_partitioner") {}
 };
 
 /// librdkafka's `consistent` partitioner (and `consistent_random` for non-empty keys: librdkafka
@@ -139,7 +145,9 @@ public:
 /// contract.
 class rdkafka_consistent_partitioner final : public hash_partitioner<detail::int32_count<crc32>> {
 public:
-    using hash_partitioner::hash_partitioner;
+    /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
+    explicit rdkafka_consistent_partitioner(std::uint64_t partitions)
+        : hash_partitioner(partitions, "keyroute::rdkafka_consistent_partitioner") {}
 };
 
 /// librdkafka's `fnv1a` partitioner (and `fnv1a_random` for non-NULL keys), compatible with
@@ -147,7 +155,9 @@ public:
 /// Compatibility contract.
 class rdkafka_fnv1a_partitioner final : public hash_partitioner<detail::int32_count<fnv1a>> {
 public:
-    using hash_partitioner::hash_partitioner;
+    /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
+    explicit rdkafka_fnv1a_partitioner(std::uint64_t partitions)
+        : hash_partitioner(partitions, "keyroute::rdkafka_fnv1a_partitioner") {}
 };
 
 /// Pulsar's JavaStringHash routing (the Java client's default `hashingScheme`):
@@ -156,7 +166,9 @@ public:
 class pulsar_java_string_partitioner final
     : public hash_partitioner<detail::positive31<java_string_hash>> {
 public:
-    using hash_partitioner::hash_partitioner;
+    /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
+    explicit pulsar_java_string_partitioner(std::uint64_t partitions)
+        : hash_partitioner(partitions, "keyroute::pulsar_java_string_partitioner") {}
 };
 
 /// Pulsar's Murmur3_32Hash routing (opt-in in its Java and C++ clients, whose defaults are
@@ -168,7 +180,9 @@ public:
 /// each ill-formed sequence replaced by U+FFFD (EF BF BD), to another partition in general.
 class pulsar_murmur3_partitioner final : public hash_partitioner<detail::positive31<murmur3_32>> {
 public:
-    using hash_partitioner::hash_partitioner;
+    /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
+    explicit pulsar_murmur3_partitioner(std::uint64_t partitions)
+        : hash_partitioner(partitions, "keyroute::pulsar_murmur3_partitioner") {}
 };
 
 }  // namespace keyroute

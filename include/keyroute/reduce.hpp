@@ -16,6 +16,8 @@
 /// remainder of the hash folded to 32 bits; fastrange_reduction returns `(h * n) >> bits`, a
 /// different but equally uniform mapping for users who need no compatibility with another client.
 
+#include "detail/config.hpp"
+
 #include <cstdint>
 
 namespace keyroute {

@@ -68,7 +68,8 @@
 /// Reading: one resequencer must be fed every partition a key's events can be on (with the
 /// salting router, every partition of the topic). A consumer group that splits the partitions
 /// between members cannot restore a spread key's order, unless it brings each key's events to
-/// one resequencer first, as kafka::ordered_group does (docs/kafka.md, "Consuming spread keys").
+/// one resequencer first, as kafka::ordered_group does (docs/kafka.md, "Consuming spread keys";
+/// a consumer loop over another queue: docs/ordering.md, "Without Kafka").
 /// Prefer processing time for the watermark clock
 /// (message timestamps come from producers' clocks), and hold that clock still, for push() as
 /// well as advance_watermark(), until every partition has been read from: max_delay runs from an

@@ -108,8 +108,11 @@ inline auto get_varint(std::string_view in, std::size_t& pos) noexcept
 }  // namespace detail
 
 /// Encodes a real stamp (episode >= 1) in version-1 wire format. O(1), no allocation, noexcept.
+/// "No stamp" (episode 0) encodes to no bytes (`size == 0`): there is no header to attach, and
+/// nothing a decoder would reject.
 [[nodiscard]] inline auto encode_stamp(const stamp& s) noexcept -> encoded_stamp {
     encoded_stamp out;
+    if (!s) return out;
     out.bytes[out.size++] = 0x01;
     out.bytes[out.size++] = s.salted ? 0x01 : 0x00;
     detail::put_varint(out, s.producer);

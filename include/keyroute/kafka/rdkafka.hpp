@@ -21,6 +21,7 @@
 ///    are harmless.
 
 #include "../detail/config.hpp"
+#include "../partitioner.hpp"  // kafka_partitioner and the other clients' schemes
 #include "../stamp.hpp"
 
 #include <librdkafka/rdkafka.h>
