@@ -5,6 +5,10 @@
 #   scripts/deps.sh demo   what the skew demo alone needs: a compiler, CMake, xxHash
 set -euo pipefail
 
+if [ $# -gt 1 ] || { [ $# -eq 1 ] && [ "$1" != demo ]; }; then
+  echo "usage: scripts/deps.sh [demo]" >&2
+  exit 2
+fi
 if [ "${1:-}" = demo ]; then
   packages=(build-essential cmake libxxhash-dev)
 else

@@ -4,6 +4,7 @@
 #include "keyroute_catch.hpp"
 #include "router_config.hpp"
 
+#include <keyroute/migration.hpp>
 #include <keyroute/partitioner.hpp>
 #include <keyroute/resequencer.hpp>
 #include <keyroute/salting_router.hpp>
@@ -623,6 +624,41 @@ TEST_CASE("unavailable partitions: runs avoid them, cold keys stay or fail over"
     keyroute::salting_router<> other(other_config);
     other.set_available(3, false);
     for (const auto& [key, p] : moved_to) REQUIRE(other.decide(key, at(5000)).partition == p);
+}
+
+TEST_CASE("cold_partitioner() reports what unavailable partitions move, as decide() routes",
+          "[router][availability][migration]") {
+    for (const bool failover : {false, true}) {
+        INFO("failover_cold_keys " << failover);
+        auto c = router_config(24, 50);
+        c.failover_cold_keys = failover;
+        keyroute::salting_router<> router(c);
+        std::vector<std::string> keys;
+        for (int i = 0; i < 3000; ++i) keys.push_back("cold-" + std::to_string(i * 31));
+        const auto none =
+            keyroute::compare_partitioners(router.base(), router.cold_partitioner(), keys);
+        CHECK(none.moved_keys == 0);
+        for (const std::uint32_t p : {2U, 11U, 23U}) router.set_available(p, false);
+        const auto report =
+            keyroute::compare_partitioners(router.base(), router.cold_partitioner(), keys);
+        std::uint64_t on_down = 0;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            const std::uint32_t home = router.base().route(keys[i]);
+            on_down += router.available(home) ? 0U : 1U;
+            const std::uint32_t cold = router.cold_partitioner().route(keys[i]);
+            // Each key is routed once here: far below the threshold, cold.
+            CHECK(router.decide(keys[i], at(static_cast<std::int64_t>(i))).partition == cold);
+            CHECK((router.available(home) ? cold == home : (failover ? cold != home : true)));
+        }
+        CHECK(on_down > 0);
+        CHECK(report.moved_keys == (failover ? on_down : 0U));
+        for (const auto& f : report.partitions) {
+            if (!router.available(f.partition)) CHECK(f.new_keys == (failover ? 0U : f.old_keys));
+        }
+        for (const std::uint32_t p : {2U, 11U, 23U}) router.set_available(p, true);
+        CHECK(keyroute::compare_partitioners(router.base(), router.cold_partitioner(), keys)
+                  .moved_keys == 0);
+    }
 }
 
 // A restarted producer process that gives its router the same id as before: a resequencer that

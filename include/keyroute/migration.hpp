@@ -304,33 +304,25 @@ struct is_key_range<Keys, std::void_t<decltype(std::begin(std::declval<const Key
                                       decltype(std::end(std::declval<const Keys&>()))>>
     : std::is_convertible<decltype(*std::begin(std::declval<const Keys&>())), std::string_view> {};
 
-}  // namespace detail
+/// Weights other than a std::vector<double>: a range with `size()` and `[]` whose values are
+/// numbers (integers or floating point; not bool, not characters).
+template <class W, class = void>
+struct is_weight_range : std::false_type {};
+template <class W>
+struct is_weight_range<W, std::void_t<decltype(std::declval<const W&>().size()),
+                                      decltype(std::declval<const W&>()[0])>> {
+    using item = std::decay_t<decltype(std::declval<const W&>()[0])>;
+    static constexpr bool value_is_number =
+        std::is_arithmetic_v<item> && !std::is_same_v<item, bool> && !std::is_same_v<item, char> &&
+        !std::is_same_v<item, signed char> && !std::is_same_v<item, unsigned char> &&
+        !std::is_same_v<item, wchar_t> && !std::is_same_v<item, char16_t> &&
+        !std::is_same_v<item, char32_t>;
+    static constexpr bool value = value_is_number && !std::is_same_v<W, std::vector<double>>;
+};
 
-/// Routes every key of `keys` through `before` and `after` and reports what moves.
-///
-/// @param before, after any two partitioners (the keyroute partitioner interface: a const
-///        `route(std::string_view) -> std::uint32_t` and `partitions()`), of the same or of
-///        different types: e.g. kafka_partitioner(12) and kafka_partitioner(13), or two
-///        rendezvous_partitioner id sets.
-/// @param keys a range of anything convertible to std::string_view (std::vector<std::string>,
-///        std::vector<std::string_view>, ...), read once: a single-pass range (keys streamed
-///        from a file) works too. Duplicates count as separate keys.
-/// @param weights empty (each key weighs 1), or one weight per key, `weights[i]` for the i-th
-///        key (e.g. its events per second or its event count): a std::vector (or any range with
-///        `size()` and `[]`) of arithmetic values, finite and >= 0.
-/// @throws std::invalid_argument if `weights` is neither empty nor as long as `keys`, or a
-///         weight is negative, infinite or NaN (the message names the index and value), or the
-///         weights add up to more than a double holds (every total of the report is then
-///         finite).
-/// Complexity: two routes per key; memory O(keys + partitions), plus, where the ids are not
-/// sparse (see detail::flow_table), 72 bytes per id up to the largest. Thread-safe if
-/// the partitioners' `route()` is.
-template <class Old, class New, class Keys, class Weights = std::vector<double>,
-          std::enable_if_t<detail::is_key_range<Keys>::value, int> = 0>
-auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
-                          const Weights& weights = {}) -> migration_report {
-    static_assert(std::is_arithmetic_v<std::decay_t<decltype(weights[0])>>,
-                  "keyroute::compare_partitioners: weights must be arithmetic values");
+template <class Old, class New, class Keys, class Weights>
+auto compare_weighted(const Old& before, const New& after, const Keys& keys, const Weights& weights)
+    -> migration_report {
     constexpr const char* who = "keyroute::compare_partitioners";
     const auto weight_count = static_cast<std::size_t>(weights.size());
     double sum = 0;
@@ -339,19 +331,19 @@ auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
         if (!(w >= 0) || !std::isfinite(w)) {
             std::ostringstream msg;
             msg << who << ": weights must be finite and >= 0, got weights[" << i << "] = " << w;
-            detail::invalid_argument(msg.str());
+            invalid_argument(msg.str());
         }
         sum += w;
         if (!std::isfinite(sum)) {
             std::ostringstream msg;
             msg << who << ": the weights add up to more than a double holds (at weights[" << i
                 << "] = " << w << "); scale them down";
-            detail::invalid_argument(msg.str());
+            invalid_argument(msg.str());
         }
     }
     // Keys are counted as they are read (a single-pass range cannot be read twice); keys past
     // the weights are only counted, for the error.
-    detail::migration_accumulator<Old, New> acc(before, after);
+    migration_accumulator<Old, New> acc(before, after);
     std::size_t i = 0;
     for (const auto& key : keys) {
         if (weight_count == 0) {
@@ -362,11 +354,51 @@ auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
         ++i;
     }
     if (weight_count != 0 && i != weight_count) {
-        detail::invalid_argument(
+        invalid_argument(
             std::string(who) + ": weights must be empty or have one entry per key, got " +
             std::to_string(weight_count) + " weights for " + std::to_string(i) + " keys");
     }
     return acc.finish(weight_count != 0);
+}
+
+}  // namespace detail
+
+/// Routes every key of `keys` through `before` and `after` and reports what moves.
+///
+/// @param before, after any two partitioners (the keyroute partitioner interface: a const
+///        `route(std::string_view) -> std::uint32_t` and `partitions()`), of the same or of
+///        different types: e.g. kafka_partitioner(12) and kafka_partitioner(13), or two
+///        rendezvous_partitioner id sets.
+/// @param keys a range (with a const `begin()` and `end()`) of anything convertible to
+///        std::string_view (std::vector<std::string>, std::vector<std::string_view>, ...),
+///        read once: a single-pass range (keys streamed from a file) works too. Duplicates
+///        count as separate keys.
+/// @param weights empty (each key weighs 1), or one weight per key, `weights[i]` for the i-th
+///        key (e.g. its events per second): finite and >= 0. The overload below takes other
+///        ranges of numbers (event counts as std::vector<std::uint64_t>).
+/// @throws std::invalid_argument if `weights` is neither empty nor as long as `keys`, or a
+///         weight is negative, infinite or NaN (the message names the index and value), or the
+///         weights add up to more than a double holds (every total of the report is then
+///         finite).
+/// Complexity: two routes per key; memory O(keys + partitions), plus, where the ids are not
+/// sparse (see detail::flow_table), 72 bytes per id up to the largest. Thread-safe if
+/// the partitioners' `route()` is.
+template <class Old, class New, class Keys,
+          std::enable_if_t<detail::is_key_range<Keys>::value, int> = 0>
+auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
+                          const std::vector<double>& weights = {}) -> migration_report {
+    return detail::compare_weighted(before, after, keys, weights);
+}
+
+/// As above, with weights in any range with `size()` and `[]` of integers or floating-point
+/// values (not bool, not characters): std::vector<std::uint64_t> event counts, std::array, ...
+template <
+    class Old, class New, class Keys, class Weights,
+    std::enable_if_t<detail::is_key_range<Keys>::value && detail::is_weight_range<Weights>::value,
+                     int> = 0>
+auto compare_partitioners(const Old& before, const New& after, const Keys& keys,
+                          const Weights& weights) -> migration_report {
+    return detail::compare_weighted(before, after, keys, weights);
 }
 
 /// As above, on a generated sample (default: 1M keys of 16 bytes): the share of keys that move

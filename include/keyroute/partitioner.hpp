@@ -25,6 +25,12 @@ namespace keyroute {
 
 namespace detail {
 
+/// A named scheme's name, for its errors (a type of its own, so that no user argument converts
+/// to it).
+struct named_scheme {
+    const char* name;
+};
+
 inline auto check_partition_count(std::uint64_t partitions, std::uint32_t max, const char* who)
     -> std::uint32_t {
     if (partitions == 0 || partitions > max) {
@@ -68,7 +74,7 @@ public:
     /// @throws std::invalid_argument if `partitions` is 0 or above `max_partitions`; the message
     ///         names the value.
     explicit hash_partitioner(std::uint64_t partitions, Hash hash = Hash{})
-        : hash_partitioner(partitions, "keyroute::hash_partitioner", hash) {}
+        : hash_partitioner(detail::named_scheme{"keyroute::hash_partitioner"}, partitions, hash) {}
 
     /// The partition of `key`, in [0, partitions()). Any bytes; an empty key is a key like any
     /// other (it does not mean "no key", which is the caller's to handle).
@@ -93,10 +99,10 @@ public:
     [[nodiscard]] auto hash_function() const noexcept -> const Hash& { return m_hash; }
 
 protected:
-    /// For the named schemes: `who` names the scheme in the error message.
-    hash_partitioner(std::uint64_t partitions, const char* who, Hash hash = Hash{})
+    /// For the named schemes: `scheme` names the scheme in the error message.
+    hash_partitioner(detail::named_scheme scheme, std::uint64_t partitions, Hash hash = Hash{})
         : m_hash(hash),
-          m_reduce(detail::check_partition_count(partitions, max_partitions, who)),
+          m_reduce(detail::check_partition_count(partitions, max_partitions, scheme.name)),
           m_partitions(static_cast<std::uint32_t>(partitions)) {}
 
 private:
@@ -136,7 +142,7 @@ class kafka_partitioner final : public hash_partitioner<detail::positive31<murmu
 public:
     /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
     explicit kafka_partitioner(std::uint64_t partitions)
-        : hash_partitioner(partitions, "keyroute::kafka_partitioner") {}
+        : hash_partitioner(detail::named_scheme{"keyroute::kafka_partitioner"}, partitions) {}
 };
 
 /// librdkafka's `consistent` partitioner (and `consistent_random` for non-empty keys: librdkafka
@@ -147,7 +153,8 @@ class rdkafka_consistent_partitioner final : public hash_partitioner<detail::int
 public:
     /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
     explicit rdkafka_consistent_partitioner(std::uint64_t partitions)
-        : hash_partitioner(partitions, "keyroute::rdkafka_consistent_partitioner") {}
+        : hash_partitioner(detail::named_scheme{"keyroute::rdkafka_consistent_partitioner"},
+                           partitions) {}
 };
 
 /// librdkafka's `fnv1a` partitioner (and `fnv1a_random` for non-NULL keys), compatible with
@@ -157,7 +164,8 @@ class rdkafka_fnv1a_partitioner final : public hash_partitioner<detail::int32_co
 public:
     /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
     explicit rdkafka_fnv1a_partitioner(std::uint64_t partitions)
-        : hash_partitioner(partitions, "keyroute::rdkafka_fnv1a_partitioner") {}
+        : hash_partitioner(detail::named_scheme{"keyroute::rdkafka_fnv1a_partitioner"},
+                           partitions) {}
 };
 
 /// Pulsar's JavaStringHash routing (the Java client's default `hashingScheme`):
@@ -168,7 +176,8 @@ class pulsar_java_string_partitioner final
 public:
     /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
     explicit pulsar_java_string_partitioner(std::uint64_t partitions)
-        : hash_partitioner(partitions, "keyroute::pulsar_java_string_partitioner") {}
+        : hash_partitioner(detail::named_scheme{"keyroute::pulsar_java_string_partitioner"},
+                           partitions) {}
 };
 
 /// Pulsar's Murmur3_32Hash routing (opt-in in its Java and C++ clients, whose defaults are
@@ -182,7 +191,8 @@ class pulsar_murmur3_partitioner final : public hash_partitioner<detail::positiv
 public:
     /// @throws std::invalid_argument if `partitions` is 0 or above 2^31 - 1, naming the scheme.
     explicit pulsar_murmur3_partitioner(std::uint64_t partitions)
-        : hash_partitioner(partitions, "keyroute::pulsar_murmur3_partitioner") {}
+        : hash_partitioner(detail::named_scheme{"keyroute::pulsar_murmur3_partitioner"},
+                           partitions) {}
 };
 
 }  // namespace keyroute

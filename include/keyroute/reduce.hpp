@@ -16,15 +16,11 @@
 /// remainder of the hash folded to 32 bits; fastrange_reduction returns `(h * n) >> bits`, a
 /// different but equally uniform mapping for users who need no compatibility with another client.
 
-#include "detail/config.hpp"
+#include "detail/int128.hpp"
 
 #include <cstdint>
 
 namespace keyroute {
-
-namespace detail {
-__extension__ using uint128 = unsigned __int128;
-}  // namespace detail
 
 /// Exact `h % n` with the hardware divider.
 class modulo_reduction {

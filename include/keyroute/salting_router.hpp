@@ -157,8 +157,9 @@ public:
     /// @throws std::invalid_argument if partition >= partitions.
     void set_available(std::uint32_t partition, bool available) {
         if (partition >= m_n) {
-            detail::invalid_argument("set_available: partition " + std::to_string(partition) +
-                                     " is not below partitions (" + std::to_string(m_n) + ")");
+            detail::invalid_argument("keyroute::salting_router::set_available: partition " +
+                                     std::to_string(partition) + " is not below partitions (" +
+                                     std::to_string(m_n) + ")");
         }
         m_avail.set(partition, available);
     }
@@ -167,6 +168,33 @@ public:
     [[nodiscard]] auto available(std::uint32_t partition) const noexcept -> bool {
         return partition < m_n && !m_avail.down(partition);
     }
+
+    /// Where an event of `key` goes when the router does not spread it (a cold key): its home,
+    /// or, with failover_cold_keys and home unavailable, its failover partition. A query: reads
+    /// no clock, counts nothing, changes nothing.
+    [[nodiscard]] auto cold_partition(std::string_view key) const noexcept -> std::uint32_t {
+        const std::uint32_t home = m_base.route(key);
+        return m_avail.any_down() ? failover(home, key) : home;
+    }
+
+    /// cold_partition() as a partitioner (a const `route()` and `partitions()`), for
+    /// compare_partitioners(): `compare_partitioners(router.base(), router.cold_partitioner(),
+    /// keys)` reports which keys the partitions marked unavailable move, and where. It refers
+    /// to the router (which must outlive it) and follows set_available() as it changes.
+    class cold_view {
+    public:
+        explicit cold_view(const salting_router& router) noexcept : m_router(&router) {}
+        [[nodiscard]] auto route(std::string_view key) const noexcept -> std::uint32_t {
+            return m_router->cold_partition(key);
+        }
+        [[nodiscard]] auto partitions() const noexcept -> std::uint32_t {
+            return m_router->partitions();
+        }
+
+    private:
+        const salting_router* m_router;
+    };
+    [[nodiscard]] auto cold_partitioner() const noexcept -> cold_view { return cold_view(*this); }
 
     [[nodiscard]] auto partitions() const noexcept -> std::uint32_t { return m_n; }
     [[nodiscard]] auto config() const noexcept -> const salting_config& { return m_config; }

@@ -12,11 +12,6 @@
 #include <type_traits>
 #include <utility>
 
-// The reductions and the router's mixing multiply 64 by 64 bits into 128.
-#if !defined(__SIZEOF_INT128__)
-#error "keyroute needs unsigned __int128: GCC or Clang on a 64-bit target (not MSVC, not 32-bit)"
-#endif
-
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 #define KEYROUTE_HAS_EXCEPTIONS 1
 #else

@@ -4,6 +4,7 @@
 /// 64-bit mixing shared by the resize-friendly partitioners (jump, rendezvous, maglev).
 
 #include "../hash.hpp"
+#include "int128.hpp"
 
 #include <cstdint>
 #include <string_view>
@@ -38,8 +39,7 @@ constexpr auto mix64(std::uint64_t x) noexcept -> std::uint64_t {
 /// (xxhash.h, XXH3_mul128_fold64). With a secret odd b it spreads every bit of a over both
 /// halves of the result in three instructions.
 inline auto mul_fold64(std::uint64_t a, std::uint64_t b) noexcept -> std::uint64_t {
-    __extension__ using u128 = unsigned __int128;
-    const u128 p = static_cast<u128>(a) * b;
+    const uint128 p = static_cast<uint128>(a) * b;
     return static_cast<std::uint64_t>(p) ^ static_cast<std::uint64_t>(p >> 64U);
 }
 

@@ -92,17 +92,23 @@ struct router_limits {
 
 /// Throws naming the field unless config.partitions is in [1, 2^20].
 inline void check_partitions(const salting_config& c) {
-    if (c.partitions == 0) invalid_argument("salting_config.partitions must be at least 1, got 0");
+    if (c.partitions == 0)
+        invalid_argument(
+            "keyroute::salting_router: salting_config.partitions must be at least 1, got 0");
     if (c.partitions > router_limits::partitions) {
-        invalid_argument("salting_config.partitions must be at most 2^20 (1048576), got " +
-                         std::to_string(c.partitions));
+        invalid_argument(
+            "keyroute::salting_router: salting_config.partitions must be at most 2^20 (1048576), "
+            "got " +
+            std::to_string(c.partitions));
     }
 }
 
 /// `config` if every field is valid for a router on Clock; otherwise throws naming the field.
 template <class Clock>
 auto checked_config(const salting_config& c) -> salting_config {
-    const auto fail = [](const std::string& what) { invalid_argument("salting_config." + what); };
+    const auto fail = [](const std::string& what) {
+        invalid_argument("keyroute::salting_router: salting_config." + what);
+    };
     check_partitions(c);
     if (c.window.count() <= 0)
         fail("window must be positive, got " + std::to_string(c.window.count()) + " ms");
@@ -172,15 +178,16 @@ auto make_base(const salting_config& config) -> Partitioner {
 template <class Partitioner>
 auto checked_base(Partitioner base, const salting_config& config) -> Partitioner {
     if (base.partitions() != config.partitions) {
-        invalid_argument("salting_config.partitions (" + std::to_string(config.partitions) +
+        invalid_argument("keyroute::salting_router: salting_config.partitions (" +
+                         std::to_string(config.partitions) +
                          ") differs from the base partitioner's (" +
                          std::to_string(base.partitions()) + ")");
     }
     if constexpr (has_ids<Partitioner>::value) {
         for (const std::uint32_t id : base.ids()) {
             if (id >= config.partitions) {
-                invalid_argument("the base partitioner's partition id " + std::to_string(id) +
-                                 " is not below its partition count (" +
+                invalid_argument("keyroute::salting_router: the base partitioner's partition id " +
+                                 std::to_string(id) + " is not below its partition count (" +
                                  std::to_string(config.partitions) +
                                  "): the salting router needs ids 0 to partitions - 1");
             }

@@ -17,8 +17,8 @@ struct queued {
 extern const std::uint32_t partitions;
 extern bool running;
 auto next_message() -> std::optional<queued>;  // each partition's messages in partition order
-void read_again(const queued& m);              // the next next_message() returns m first
 auto every_partition_started() -> bool;        // each one gave a message or reached its end
+auto commit_due() -> bool;                     // every second, say
 void commit(std::uint32_t partition, std::int64_t offset);
 void process(std::string_view key, const std::string& value);
 template <class GapReport>
