@@ -97,6 +97,11 @@ struct ordered_message {
     std::int64_t offset = 0;
     std::int64_t timestamp = -1;  ///< the message's timestamp (ms since the epoch), -1 if none
     delivery_order order = delivery_order::in_order;  ///< see keyroute::delivery_order
+    /// Late at a sequence its episode may have delivered before (below a restart's hint, or
+    /// below the given-up ranges it still remembers): a possible second delivery. Never set
+    /// for a message known to be new; not set on every second delivery (at least once: see
+    /// docs/ordering.md).
+    bool possibly_duplicate = false;
 };
 
 /// Where an ordered_consumer keeps its checkpoint. For exactly-once output, save() makes the
@@ -949,7 +954,7 @@ private:
         if (d.order == delivery_order::out_of_order) ++m_stats.out_of_order;
         m_on_message(ordered_message{d.key, d.event.value, d.stamp,
                                      static_cast<std::int32_t>(d.source.partition), d.source.offset,
-                                     d.event.timestamp, d.order});
+                                     d.event.timestamp, d.order, d.possibly_duplicate});
     }
 
     void gap(const gap_report& g) {

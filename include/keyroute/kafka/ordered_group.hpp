@@ -304,7 +304,9 @@ public:
     /// True after poll(), commit() or close() threw.
     [[nodiscard]] auto failed() const noexcept -> bool { return m_failed; }
     /// True when every partition the member owns is read to its end, nothing is waiting to be
-    /// pushed and no home holds an event.
+    /// pushed and no home holds an event. A snapshot: the members' own progress records land in
+    /// the repartition topic every `progress_interval`, so on an idle topic it goes false now
+    /// and then; a "done" test should also watch that nothing is applied for a while.
     [[nodiscard]] auto caught_up() const -> bool {
         for (const auto& [h, home] : m_homes) {
             if (!home->source.at_end() || !home->repart.at_end() ||
