@@ -359,7 +359,7 @@ namespace detail {
                                           const keyroute::stamp& s, std::string_view key,
                                           std::string_view value, header_list extra,
                                           void* opaque) noexcept -> rd_kafka_resp_err_t {
-    const encoded_stamp bytes = s ? encode_stamp(s) : encoded_stamp{};
+    const encoded_stamp bytes = encode_stamp(s);  // no bytes for no stamp
     // The header name must be NUL-terminated; stamp_header_name is a literal, so data() is.
     const char* const stamp_name = stamp_header_name.data();
 
