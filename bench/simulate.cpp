@@ -404,6 +404,9 @@ struct summary {
     std::size_t router_ok = 0;   // within the goal with the routers' own threshold
     std::size_t fanout_ok = 0;   // <= 1.5
     std::size_t floor_ok = 0;    // <= 1.5 over the floor
+    std::size_t floor_over = 0;  // the floor itself over 1.5 times the minimum
+    double worst_floor = 0;      // the largest floor over the minimum
+    double worst_safe_goal = 0;  // the largest goal with the threshold's cost
     double worst_balance = 0;    // max/mean
     double worst_excess = -1;    // max/mean - goal
     double worst_fanout = 0;
@@ -420,6 +423,10 @@ struct summary {
         router_ok += r.max_over_mean <= r.router_goal() ? 1U : 0U;
         fanout_ok += r.fanout <= 1.5 ? 1U : 0U;
         floor_ok += r.fanout_floor <= 1.5 ? 1U : 0U;
+        // floor / minimum = fanout / fanout_floor: no placement within the goal reaches 1.5
+        floor_over += r.fanout_floor > 0 && r.fanout > 1.5 * r.fanout_floor ? 1U : 0U;
+        worst_safe_goal = std::max(worst_safe_goal, r.safe_goal());
+        if (r.fanout_floor > 0) worst_floor = std::max(worst_floor, r.fanout / r.fanout_floor);
         worst_balance = std::max(worst_balance, r.max_over_mean);
         worst_excess = std::max(worst_excess, r.max_over_mean - r.goal());
         worst_fanout = std::max(worst_fanout, r.fanout);
@@ -507,8 +514,9 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         100.0 * static_cast<double>(all.balance_ok) / n, all.worst_balance);
     std::printf(
         "within max(1.10, B' + 0.02), B' with the threshold's cost, in %.1f%% of windows (p99 "
-        "%+.3f over it)\n",
-        100.0 * static_cast<double>(all.safe_ok) / n, quantile(all.safe_excess, 0.99));
+        "%+.3f over it); that goal is at most %.3f\n",
+        100.0 * static_cast<double>(all.safe_ok) / n, quantile(all.safe_excess, 0.99),
+        all.worst_safe_goal);
     std::printf(
         "within max(1.10, B'' + 0.02), B'' with the routers' own threshold, in %.1f%% of windows\n",
         100.0 * static_cast<double>(all.router_ok) / n);
@@ -521,6 +529,10 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         "windows\n",
         quantile(all.floors, 0.5), quantile(all.floors, 0.95),
         100.0 * static_cast<double>(all.floor_ok) / n);
+    std::printf(
+        "windows whose floor is over 1.5 times the minimum (no placement within the goal has "
+        "fan-out <= 1.5): %.1f%%; the largest floor %.2f times the minimum\n",
+        100.0 * static_cast<double>(all.floor_over) / n, all.worst_floor);
     std::printf("cold keys moved: %zu; events salted on uniform members: %llu\n", all.cold_moved,
                 static_cast<unsigned long long>(all.uniform_salted));
     if (worst_allowed > 0 && all.worst_balance > worst_allowed) {
