@@ -407,6 +407,7 @@ struct summary {
     std::size_t floor_over = 0;  // the floor itself over 1.5 times the minimum
     double worst_floor = 0;      // the largest floor over the minimum
     double worst_safe_goal = 0;  // the largest goal with the threshold's cost
+    std::size_t bound_over = 0;  // B over 1.25: no router that keeps cold keys home is within it
     double worst_balance = 0;    // max/mean
     double worst_excess = -1;    // max/mean - goal
     double worst_fanout = 0;
@@ -426,6 +427,7 @@ struct summary {
         // floor / minimum = fanout / fanout_floor: no placement within the goal reaches 1.5
         floor_over += r.fanout_floor > 0 && r.fanout > 1.5 * r.fanout_floor ? 1U : 0U;
         worst_safe_goal = std::max(worst_safe_goal, r.safe_goal());
+        bound_over += r.bound > 1.25 ? 1U : 0U;
         if (r.fanout_floor > 0) worst_floor = std::max(worst_floor, r.fanout / r.fanout_floor);
         worst_balance = std::max(worst_balance, r.max_over_mean);
         worst_excess = std::max(worst_excess, r.max_over_mean - r.goal());
@@ -512,6 +514,9 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         "windows; worst max/mean %.3f\n",
         quantile(all.excess, 0.5), quantile(all.excess, 0.99), all.worst_excess,
         100.0 * static_cast<double>(all.balance_ok) / n, all.worst_balance);
+    std::printf("windows where keys under a tenth of the mean put over 1.25 times it on a partition "
+                "(B > 1.25): %.1f%%\n",
+                100.0 * static_cast<double>(all.bound_over) / n);
     std::printf(
         "within max(1.10, B' + 0.02), B' with the threshold's cost, in %.1f%% of windows (p99 "
         "%+.3f over it); that goal is at most %.3f\n",
