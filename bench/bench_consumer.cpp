@@ -5,9 +5,10 @@
 //
 // Fills a topic through the salting router (a 90% hot key, stamped), then reads it from the
 // beginning `rounds` times each way, alternating, every read with a new group: the plain loop
-// polls every message, touches its key and value and destroys it; ordered_consumer does the same
-// work in its sink and restores each key's order. Prints the events/s of each round and the
-// ratio of the medians. Exit status 1 if a read does not see every event.
+// reads every message (one rd_kafka_consumer_poll each; the consumer queue in batches of 500;
+// each partition's own queue in batches of 500, in turn), touches its key and value and
+// destroys it; ordered_consumer does the same work in its sink and restores each key's order.
+// Prints the events/s of each round and the ratios of the medians. Exit status 1 if a read does not see every event.
 #include <keyroute/kafka/ordered_consumer.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
@@ -47,9 +48,15 @@ auto seconds_since(std::chrono::steady_clock::time_point t) -> double {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The plain loop: assign every partition, poll until `events` messages came.
+enum class loop {
+    poll,           // one rd_kafka_consumer_poll per message
+    batched,        // the consumer queue, 500 at a time (rd_kafka_consume_batch_queue)
+    per_partition,  // each partition's own queue, 500 at a time, in turn: ordered_consumer's layout
+};
+
+// The plain loop: assign every partition, read until `events` messages came.
 auto plain(const std::string& brokers, const char* topic, int partitions, std::uint64_t events,
-           const std::string& group) -> double {
+           const std::string& group, loop how) -> double {
     char errstr[512];
     rd_kafka_t* rk =
         rd_kafka_new(RD_KAFKA_CONSUMER, conf_for(brokers, group), errstr, sizeof errstr);
@@ -59,21 +66,46 @@ auto plain(const std::string& brokers, const char* topic, int partitions, std::u
     for (int p = 0; p < partitions; ++p) {
         rd_kafka_topic_partition_list_add(list, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
+    std::vector<rd_kafka_queue_t*> queues;
+    if (how == loop::per_partition) {
+        for (int p = 0; p < partitions; ++p) {
+            queues.push_back(rd_kafka_queue_get_partition(rk, topic, p));
+            rd_kafka_queue_forward(queues.back(), nullptr);
+        }
+    }
     rd_kafka_assign(rk, list);
     rd_kafka_topic_partition_list_destroy(list);
     std::uint64_t read = 0;
     std::uint64_t bytes = 0;
-    const auto start = std::chrono::steady_clock::now();
-    while (read < events && seconds_since(start) < 120) {
-        rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
-        if (m == nullptr) continue;
+    const auto take = [&](rd_kafka_message_t* m) {
         if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             ++read;
             bytes += m->key_len + m->len;
         }
         rd_kafka_message_destroy(m);
+    };
+    rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(rk);
+    std::vector<rd_kafka_message_t*> batch(500);
+    const auto start = std::chrono::steady_clock::now();
+    while (read < events && seconds_since(start) < 120) {
+        if (how == loop::batched) {
+            const ssize_t got = rd_kafka_consume_batch_queue(queue, 100, batch.data(), batch.size());
+            for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
+        } else if (how == loop::per_partition) {
+            ssize_t all = 0;
+            for (rd_kafka_queue_t* q : queues) {
+                const ssize_t got = rd_kafka_consume_batch_queue(q, 0, batch.data(), batch.size());
+                for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
+                all += std::max<ssize_t>(got, 0);
+            }
+            if (all == 0) rd_kafka_poll(rk, 1);  // nothing fetched yet: serve events, wait a little
+        } else if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) {
+            take(m);
+        }
     }
     const double s = seconds_since(start);
+    for (rd_kafka_queue_t* q : queues) rd_kafka_queue_destroy(q);
+    rd_kafka_queue_destroy(queue);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     if (read != events || bytes == 0) return -1;
@@ -177,24 +209,39 @@ int main(int argc, char** argv) {
     rd_kafka_destroy(producer);
 
     std::vector<double> plain_rates;
+    std::vector<double> batched_rates;
+    std::vector<double> queue_rates;
     std::vector<double> ordered_rates;
     for (int r = 0; r < rounds; ++r) {
+        const std::string round = std::to_string(r);
         plain_rates.push_back(
-            plain(brokers, topic, partitions, events, "plain-" + std::to_string(r)));
-        ordered_rates.push_back(ordered(brokers, topic, events, "ordered-" + std::to_string(r)));
-        std::printf("round %d: plain loop %.0f events/s, ordered_consumer %.0f events/s\n", r,
-                    plain_rates.back(), ordered_rates.back());
-        if (plain_rates.back() < 0 || ordered_rates.back() < 0) {
+            plain(brokers, topic, partitions, events, "plain-" + round, loop::poll));
+        batched_rates.push_back(
+            plain(brokers, topic, partitions, events, "batched-" + round, loop::batched));
+        queue_rates.push_back(
+            plain(brokers, topic, partitions, events, "queues-" + round, loop::per_partition));
+        ordered_rates.push_back(ordered(brokers, topic, events, "ordered-" + round));
+        std::printf(
+            "round %d: plain loop %.0f events/s, batched %.0f, per-partition queues %.0f, "
+            "ordered_consumer %.0f\n",
+            r, plain_rates.back(), batched_rates.back(), queue_rates.back(),
+            ordered_rates.back());
+        if (plain_rates.back() < 0 || batched_rates.back() < 0 || queue_rates.back() < 0 ||
+            ordered_rates.back() < 0) {
             std::fprintf(stderr, "a read did not see every event once\n");
             return 1;
         }
     }
     const double p = median(plain_rates);
+    const double b = median(batched_rates);
+    const double q = median(queue_rates);
     const double o = median(ordered_rates);
     std::printf(
-        "%llu events, %d partitions, medians of %d rounds: plain %.0f/s, ordered %.0f/s, "
-        "ratio %.2f\n",
-        static_cast<unsigned long long>(events), partitions, rounds, p, o, o / p);
+        "%llu events, %d partitions, medians of %d rounds: plain %.0f/s, batched %.0f/s, "
+        "per-partition queues %.0f/s, ordered %.0f/s; ordered_consumer over each: %.2f, %.2f, "
+        "%.2f\n",
+        static_cast<unsigned long long>(events), partitions, rounds, p, b, q, o, o / p, o / b,
+        o / q);
     rd_kafka_mock_cluster_destroy(mock);
     rd_kafka_destroy(owner);
     return 0;
