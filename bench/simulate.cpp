@@ -588,7 +588,8 @@ auto named(int windows, std::uint64_t events, bool check) -> int {
     bool ok = true;
     std::printf(
         "| workload | window | static | naive router | keyroute max/mean (goal; with the "
-        "threshold's cost) | keyroute fan-out | cold moved |\n|---|---|---|---|---|---|---|\n");
+        "threshold's cost) | keyroute fan-out (the floor) | cold moved |\n"
+        "|---|---|---|---|---|---|---|\n");
     for (const auto& wl : keyroute_bench::all_workloads()) {
         const base_partitioner p(wl.partitions);
         const auto home = [&](const std::string& k) { return p.route(k); };
@@ -627,10 +628,12 @@ auto named(int windows, std::uint64_t events, bool check) -> int {
             const bool pass = w == 0 || (r.max_over_mean <= 1.25 && r.cold_moved == 0 &&
                                          (!uniform || r.salted == 0));
             ok = ok && pass;
-            std::printf("| %s | %d | %.2f | %.2f | %.3f (%.3f; %.3f) | %.2f | %zu |%s\n",
+            // The floor: the fan-out no placement within the goal goes under (judge::finish).
+            std::printf("| %s | %d | %.2f | %.2f | %.3f (%.3f; %.3f) | %.2f (%.2f) | %zu |%s\n",
                         wl.name.c_str(), w, st[static_cast<std::size_t>(w)].max_over_mean,
                         sd[static_cast<std::size_t>(w)].max_over_mean, r.max_over_mean, r.goal(),
-                        r.safe_goal(), r.fanout, r.cold_moved,
+                        r.safe_goal(), r.fanout,
+                        r.fanout_floor > 0 ? r.fanout / r.fanout_floor : 1.0, r.cold_moved,
                         w > 0 && (r.max_over_mean > r.goal() || r.fanout > 1.5)
                             ? " (over the target)"
                             : "");
