@@ -6,9 +6,10 @@
 // Fills a topic through the salting router (a 90% hot key, stamped), then reads it from the
 // beginning `rounds` times each way, alternating, every read with a new group: the plain loop
 // reads every message (one rd_kafka_consumer_poll each; the consumer queue in batches of 500;
-// each partition's own queue in batches of 500, in turn), touches its key and value and
-// destroys it; ordered_consumer does the same work in its sink and restores each key's order.
-// Prints the events/s of each round and the ratios of the medians. Exit status 1 if a read does not see every event.
+// each partition's own queue in batches of 500, in turn), adds up its key and value sizes and
+// destroys it; ordered_consumer does the same in its sink and restores each key's order. Every
+// reader fetches with the same fetch.wait.max.ms. Prints the events/s and the process's CPU time
+// per event of each round, and the ratios of the medians. Exit status 1 if a read does not see every event.
 #include <keyroute/kafka/ordered_consumer.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
@@ -16,6 +17,9 @@
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+
+#include <sys/resource.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +32,15 @@
 
 namespace {
 
+// Every reader fetches with the same fetch.wait.max.ms: ordered_consumer's default (20 ms), or
+// KEYROUTE_BENCH_FETCH_WAIT_MS.
+auto fetch_wait_ms() -> long {
+    const char* wait = std::getenv("KEYROUTE_BENCH_FETCH_WAIT_MS");
+    return wait != nullptr ? std::strtol(wait, nullptr, 10)
+                           : static_cast<long>(
+                                 keyroute::kafka::ordered_consumer_config{}.fetch_wait.count());
+}
+
 auto conf_for(const std::string& brokers, const std::string& group) -> rd_kafka_conf_t* {
     char errstr[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -38,15 +51,30 @@ auto conf_for(const std::string& brokers, const std::string& group) -> rd_kafka_
     if (const char* backoff = std::getenv("KEYROUTE_BENCH_BACKOFF_MS")) {
         rd_kafka_conf_set(conf, "fetch.error.backoff.ms", backoff, errstr, sizeof errstr);
     }
-    if (const char* wait = std::getenv("KEYROUTE_BENCH_FETCH_WAIT_MS")) {
-        rd_kafka_conf_set(conf, "fetch.wait.max.ms", wait, errstr, sizeof errstr);
-    }
+    rd_kafka_conf_set(conf, "fetch.wait.max.ms", std::to_string(fetch_wait_ms()).c_str(), errstr,
+                      sizeof errstr);
     return conf;
 }
 
 auto seconds_since(std::chrono::steady_clock::time_point t) -> double {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+
+// CPU seconds of the whole process so far: this thread, librdkafka's and the mock brokers'.
+auto cpu_seconds() -> double {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    const auto s = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+    };
+    return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// One read: events per second of wall time, and CPU microseconds per event.
+struct rate {
+    double per_second = -1;
+    double cpu_us = 0;
+};
 
 enum class loop {
     poll,           // one rd_kafka_consumer_poll per message
@@ -56,11 +84,11 @@ enum class loop {
 
 // The plain loop: assign every partition, read until `events` messages came.
 auto plain(const std::string& brokers, const char* topic, int partitions, std::uint64_t events,
-           const std::string& group, loop how) -> double {
+           const std::string& group, loop how) -> rate {
     char errstr[512];
     rd_kafka_t* rk =
         rd_kafka_new(RD_KAFKA_CONSUMER, conf_for(brokers, group), errstr, sizeof errstr);
-    if (rk == nullptr) return -1;
+    if (rk == nullptr) return {};
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
     for (int p = 0; p < partitions; ++p) {
@@ -86,11 +114,18 @@ auto plain(const std::string& brokers, const char* topic, int partitions, std::u
     };
     rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(rk);
     std::vector<rd_kafka_message_t*> batch(500);
+    // With nothing fetched, the batched loops wait up to 1 ms on the consumer queue (taking what
+    // comes): a batch read with a timeout waits for a full batch.
+    const auto wait = [&] {
+        if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 1)) take(m);
+    };
+    const double cpu = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     while (read < events && seconds_since(start) < 120) {
         if (how == loop::batched) {
-            const ssize_t got = rd_kafka_consume_batch_queue(queue, 100, batch.data(), batch.size());
+            const ssize_t got = rd_kafka_consume_batch_queue(queue, 0, batch.data(), batch.size());
             for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
+            if (got <= 0) wait();
         } else if (how == loop::per_partition) {
             ssize_t all = 0;
             for (rd_kafka_queue_t* q : queues) {
@@ -98,24 +133,26 @@ auto plain(const std::string& brokers, const char* topic, int partitions, std::u
                 for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
                 all += std::max<ssize_t>(got, 0);
             }
-            if (all == 0) rd_kafka_poll(rk, 1);  // nothing fetched yet: serve events, wait a little
+            if (all == 0) wait();
         } else if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) {
             take(m);
         }
     }
     const double s = seconds_since(start);
+    const double cpu_used = cpu_seconds() - cpu;
     for (rd_kafka_queue_t* q : queues) rd_kafka_queue_destroy(q);
     rd_kafka_queue_destroy(queue);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
-    if (read != events || bytes == 0) return -1;
-    return static_cast<double>(events) / s;
+    if (read != events || bytes == 0) return {};
+    return {static_cast<double>(events) / s, cpu_used * 1e6 / static_cast<double>(events)};
 }
 
 auto ordered(const std::string& brokers, const char* topic, std::uint64_t events,
-             const std::string& group) -> double {
+             const std::string& group) -> rate {
     keyroute::kafka::ordered_consumer_config config;
     config.topic = topic;
+    config.fetch_wait = std::chrono::milliseconds(fetch_wait_ms());
     if (const char* max = std::getenv("KEYROUTE_BENCH_MAX_EVENTS")) {
         config.reseq.max_events = std::strtoull(max, nullptr, 10);
     }
@@ -132,6 +169,7 @@ auto ordered(const std::string& brokers, const char* topic, std::uint64_t events
                                                    ++read;
                                                    bytes += m.key.size() + m.value.size();
                                                });
+    const double cpu = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     auto last = start;
     while (!consumer.at_end() && seconds_since(start) < 120) {
@@ -144,6 +182,7 @@ auto ordered(const std::string& brokers, const char* topic, std::uint64_t events
         }
     }
     const double s = seconds_since(start);
+    const double cpu_used = cpu_seconds() - cpu;
     if (std::getenv("KEYROUTE_BENCH_VERBOSE") != nullptr) {
         const auto& st = consumer.stats();
         std::printf("  read %llu pauses %llu refused %llu max held %zu commits %llu errors %llu\n",
@@ -154,13 +193,13 @@ auto ordered(const std::string& brokers, const char* topic, std::uint64_t events
                     static_cast<unsigned long long>(st.consume_errors));
     }
     consumer.close();
-    if (read != events || bytes == 0 || consumer.stats().gaps != 0) return -1;
-    return static_cast<double>(events) / s;
+    if (read != events || bytes == 0 || consumer.stats().gaps != 0) return {};
+    return {static_cast<double>(events) / s, cpu_used * 1e6 / static_cast<double>(events)};
 }
 
-auto median(std::vector<double> v) -> double {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+auto median(std::vector<rate> v, double rate::*field) -> double {
+    std::sort(v.begin(), v.end(), [&](const rate& a, const rate& b) { return a.*field < b.*field; });
+    return v[v.size() / 2].*field;
 }
 
 }  // namespace
@@ -208,10 +247,10 @@ int main(int argc, char** argv) {
     }
     rd_kafka_destroy(producer);
 
-    std::vector<double> plain_rates;
-    std::vector<double> batched_rates;
-    std::vector<double> queue_rates;
-    std::vector<double> ordered_rates;
+    std::vector<rate> plain_rates;
+    std::vector<rate> batched_rates;
+    std::vector<rate> queue_rates;
+    std::vector<rate> ordered_rates;
     for (int r = 0; r < rounds; ++r) {
         const std::string round = std::to_string(r);
         plain_rates.push_back(
@@ -222,26 +261,33 @@ int main(int argc, char** argv) {
             plain(brokers, topic, partitions, events, "queues-" + round, loop::per_partition));
         ordered_rates.push_back(ordered(brokers, topic, events, "ordered-" + round));
         std::printf(
-            "round %d: plain loop %.0f events/s, batched %.0f, per-partition queues %.0f, "
-            "ordered_consumer %.0f\n",
-            r, plain_rates.back(), batched_rates.back(), queue_rates.back(),
-            ordered_rates.back());
-        if (plain_rates.back() < 0 || batched_rates.back() < 0 || queue_rates.back() < 0 ||
-            ordered_rates.back() < 0) {
+            "round %d: events/s (CPU us/event): plain loop %.0f (%.2f), batched %.0f (%.2f), "
+            "per-partition queues %.0f (%.2f), ordered_consumer %.0f (%.2f)\n",
+            r, plain_rates.back().per_second, plain_rates.back().cpu_us,
+            batched_rates.back().per_second, batched_rates.back().cpu_us,
+            queue_rates.back().per_second, queue_rates.back().cpu_us,
+            ordered_rates.back().per_second, ordered_rates.back().cpu_us);
+        if (plain_rates.back().per_second < 0 || batched_rates.back().per_second < 0 ||
+            queue_rates.back().per_second < 0 || ordered_rates.back().per_second < 0) {
             std::fprintf(stderr, "a read did not see every event once\n");
             return 1;
         }
     }
-    const double p = median(plain_rates);
-    const double b = median(batched_rates);
-    const double q = median(queue_rates);
-    const double o = median(ordered_rates);
+    const double p = median(plain_rates, &rate::per_second);
+    const double b = median(batched_rates, &rate::per_second);
+    const double q = median(queue_rates, &rate::per_second);
+    const double o = median(ordered_rates, &rate::per_second);
     std::printf(
-        "%llu events, %d partitions, medians of %d rounds: plain %.0f/s, batched %.0f/s, "
-        "per-partition queues %.0f/s, ordered %.0f/s; ordered_consumer over each: %.2f, %.2f, "
-        "%.2f\n",
-        static_cast<unsigned long long>(events), partitions, rounds, p, b, q, o, o / p, o / b,
-        o / q);
+        "%llu events, %d partitions, fetch.wait.max.ms %ld, medians of %d rounds: plain %.0f/s, "
+        "batched %.0f/s, per-partition queues %.0f/s, ordered %.0f/s; ordered_consumer over "
+        "each: %.2f, %.2f, %.2f\n",
+        static_cast<unsigned long long>(events), partitions, fetch_wait_ms(), rounds, p, b, q, o,
+        o / p, o / b, o / q);
+    std::printf(
+        "CPU us/event of the whole process (mock brokers included), medians: plain %.2f, batched "
+        "%.2f, per-partition queues %.2f, ordered %.2f\n",
+        median(plain_rates, &rate::cpu_us), median(batched_rates, &rate::cpu_us),
+        median(queue_rates, &rate::cpu_us), median(ordered_rates, &rate::cpu_us));
     rd_kafka_mock_cluster_destroy(mock);
     rd_kafka_destroy(owner);
     return 0;
