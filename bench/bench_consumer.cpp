@@ -9,7 +9,8 @@
 // each partition's own queue in batches of 500, in turn), adds up its key and value sizes and
 // destroys it; ordered_consumer does the same in its sink and restores each key's order. Every
 // reader fetches with the same fetch.wait.max.ms. Prints the events/s and the process's CPU time
-// per event of each round, and the ratios of the medians. Exit status 1 if a read does not see every event.
+// per event of each round, and the ratios of the medians. Exit status 1 if a read does not see
+// every event.
 #include <keyroute/kafka/ordered_consumer.hpp>
 #include <keyroute/kafka/rdkafka.hpp>
 #include <keyroute/partitioner.hpp>
@@ -36,9 +37,9 @@ namespace {
 // KEYROUTE_BENCH_FETCH_WAIT_MS.
 auto fetch_wait_ms() -> long {
     const char* wait = std::getenv("KEYROUTE_BENCH_FETCH_WAIT_MS");
-    return wait != nullptr ? std::strtol(wait, nullptr, 10)
-                           : static_cast<long>(
-                                 keyroute::kafka::ordered_consumer_config{}.fetch_wait.count());
+    return wait != nullptr
+               ? std::strtol(wait, nullptr, 10)
+               : static_cast<long>(keyroute::kafka::ordered_consumer_config{}.fetch_wait.count());
 }
 
 auto conf_for(const std::string& brokers, const std::string& group) -> rd_kafka_conf_t* {
@@ -198,7 +199,8 @@ auto ordered(const std::string& brokers, const char* topic, std::uint64_t events
 }
 
 auto median(std::vector<rate> v, double rate::*field) -> double {
-    std::sort(v.begin(), v.end(), [&](const rate& a, const rate& b) { return a.*field < b.*field; });
+    std::sort(v.begin(), v.end(),
+              [&](const rate& a, const rate& b) { return a.*field < b.*field; });
     return v[v.size() / 2].*field;
 }
 

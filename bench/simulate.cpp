@@ -412,18 +412,18 @@ auto run_member(const keyroute_bench::family_member& m) -> std::vector<window_re
 
 struct summary {
     std::size_t windows = 0;
-    std::size_t balance_ok = 0;  // within the goal
-    std::size_t safe_ok = 0;     // within the goal with the threshold's cost
-    std::size_t router_ok = 0;   // within the goal with the routers' own threshold
-    std::size_t fanout_ok = 0;   // <= 1.5
-    std::size_t floor_ok = 0;    // <= 1.5 over the floor
+    std::size_t balance_ok = 0;    // within the goal
+    std::size_t safe_ok = 0;       // within the goal with the threshold's cost
+    std::size_t router_ok = 0;     // within the goal with the routers' own threshold
+    std::size_t fanout_ok = 0;     // <= 1.5
+    std::size_t floor_ok = 0;      // <= 1.5 over the floor
     std::size_t floor_over = 0;    // within the goal, no placement has fan-out <= 1.5
     std::size_t floor_over_2 = 0;  // nor <= 2.0
     double worst_floor = 0;        // the largest such bound
-    double worst_safe_goal = 0;  // the largest goal with the threshold's cost
-    std::size_t bound_over = 0;  // B over 1.25: no router that keeps cold keys home is within it
-    double worst_balance = 0;    // max/mean
-    double worst_excess = -1;    // max/mean - goal
+    double worst_safe_goal = 0;    // the largest goal with the threshold's cost
+    std::size_t bound_over = 0;    // B over 1.25: no router that keeps cold keys home is within it
+    double worst_balance = 0;      // max/mean
+    double worst_excess = -1;      // max/mean - goal
     double worst_fanout = 0;
     std::size_t cold_moved = 0;
     std::uint64_t uniform_salted = 0;
@@ -528,9 +528,10 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         "windows; worst max/mean %.3f\n",
         quantile(all.excess, 0.5), quantile(all.excess, 0.99), all.worst_excess,
         100.0 * static_cast<double>(all.balance_ok) / n, all.worst_balance);
-    std::printf("windows where keys under a tenth of the mean put over 1.25 times it on a partition "
-                "(B > 1.25: over 1.25 for any router that keeps them home): %.1f%%\n",
-                100.0 * static_cast<double>(all.bound_over) / n);
+    std::printf(
+        "windows where keys under a tenth of the mean put over 1.25 times it on a partition "
+        "(B > 1.25: over 1.25 for any router that keeps them home): %.1f%%\n",
+        100.0 * static_cast<double>(all.bound_over) / n);
     std::printf(
         "within max(1.10, B' + 0.02), B' with the threshold's cost, in %.1f%% of windows (p99 "
         "%+.3f over it); that goal is at most %.3f\n",
