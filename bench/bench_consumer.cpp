@@ -95,7 +95,8 @@ auto plain(const std::string& brokers, const char* topic, int partitions, std::u
     for (int p = 0; p < partitions; ++p) {
         rd_kafka_topic_partition_list_add(list, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
-    std::vector<rd_kafka_queue_t*> queues;
+    std::vector<rd_kafka_queue_t*> queues;  // what the batched loops read, in turn
+    if (how == loop::batched) queues.push_back(rd_kafka_queue_get_consumer(rk));
     if (how == loop::per_partition) {
         for (int p = 0; p < partitions; ++p) {
             queues.push_back(rd_kafka_queue_get_partition(rk, topic, p));
@@ -113,7 +114,6 @@ auto plain(const std::string& brokers, const char* topic, int partitions, std::u
         }
         rd_kafka_message_destroy(m);
     };
-    rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(rk);
     std::vector<rd_kafka_message_t*> batch(500);
     // With nothing fetched, the batched loops wait up to 1 ms on the consumer queue (taking what
     // comes): a batch read with a timeout waits for a full batch.
@@ -123,26 +123,21 @@ auto plain(const std::string& brokers, const char* topic, int partitions, std::u
     const double cpu = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     while (read < events && seconds_since(start) < 120) {
-        if (how == loop::batched) {
-            const ssize_t got = rd_kafka_consume_batch_queue(queue, 0, batch.data(), batch.size());
-            for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
-            if (got <= 0) wait();
-        } else if (how == loop::per_partition) {
-            ssize_t all = 0;
-            for (rd_kafka_queue_t* q : queues) {
-                const ssize_t got = rd_kafka_consume_batch_queue(q, 0, batch.data(), batch.size());
-                for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
-                all += std::max<ssize_t>(got, 0);
-            }
-            if (all == 0) wait();
-        } else if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) {
-            take(m);
+        if (how == loop::poll) {
+            if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) take(m);
+            continue;
         }
+        ssize_t all = 0;
+        for (rd_kafka_queue_t* q : queues) {
+            const ssize_t got = rd_kafka_consume_batch_queue(q, 0, batch.data(), batch.size());
+            for (ssize_t i = 0; i < got; ++i) take(batch[static_cast<std::size_t>(i)]);
+            all += std::max<ssize_t>(got, 0);
+        }
+        if (all == 0) wait();
     }
     const double s = seconds_since(start);
     const double cpu_used = cpu_seconds() - cpu;
     for (rd_kafka_queue_t* q : queues) rd_kafka_queue_destroy(q);
-    rd_kafka_queue_destroy(queue);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     if (read != events || bytes == 0) return {};

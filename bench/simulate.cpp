@@ -154,12 +154,15 @@ public:
         const auto need_of = [&](double e) {
             return std::max(1.0, std::ceil(e / static_cast<double>(m_total) * m_n));
         };
-        const auto floor_of = [&](double e) {
+        // Rooms alone: the fewest partitions any placement within the goal uses for a key.
+        const auto rooms_of = [&](double e) {
             if (e < mean / 10) return 1.0;
             const auto at = std::lower_bound(prefix.begin() + 1, prefix.end(), e);
-            return std::max(need_of(e),
-                            static_cast<double>(std::min<std::ptrdiff_t>(
-                                at - prefix.begin(), static_cast<std::ptrdiff_t>(m_n))));
+            return static_cast<double>(
+                std::min<std::ptrdiff_t>(at - prefix.begin(), static_cast<std::ptrdiff_t>(m_n)));
+        };
+        const auto floor_of = [&](double e) {
+            return e < mean / 10 ? 1.0 : std::max(need_of(e), rooms_of(e));
         };
         const auto fan_of = [&](std::uint32_t k) {
             const auto it = m_split.find(k);
@@ -168,13 +171,6 @@ public:
                                                                         it->second.end(), true));
         };
         if (g_dump) dump(mean, need_of, floor_of, fan_of);
-        // Rooms alone: what no placement within the goal goes under.
-        const auto rooms_of = [&](double e) {
-            if (e < mean / 10) return 1.0;
-            const auto at = std::lower_bound(prefix.begin() + 1, prefix.end(), e);
-            return static_cast<double>(
-                std::min<std::ptrdiff_t>(at - prefix.begin(), static_cast<std::ptrdiff_t>(m_n)));
-        };
         double weighted = 0;
         double minimum = 0;
         double floor_sum = 0;
