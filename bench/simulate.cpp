@@ -8,7 +8,9 @@
 //       under a tenth of the mean put on one partition, over the mean (those keys must stay home,
 //       so no router that keeps them there can beat it), B' (B with the threshold's cost: every
 //       key of a tenth of the mean or more first sends a tenth of the mean home) and B'' (the
-//       same with the threshold the routers used, their safety margin included); fan-out, the
+//       same with the threshold the routers used, their safety margin included), and how many
+//       windows no router that keeps cold keys home can be within the goal (B' over it) or
+//       within 1.25 (B or B' over it); fan-out, the
 //       event-weighted partitions used per key over the minimum ceil(share * n) (union over a
 //       router's threads and over independent routers), and over the floor the goal allows (per
 //       key, the fewest partitions whose room under the goal, less what keys under a tenth of the
@@ -418,8 +420,12 @@ struct summary {
     double worst_floor = 0;        // the largest such bound
     double worst_safe_goal = 0;    // the largest goal with the threshold's cost
     std::size_t bound_over = 0;    // B over 1.25: no router that keeps cold keys home is within it
-    double worst_balance = 0;      // max/mean
-    double worst_excess = -1;      // max/mean - goal
+    // B' over the goal, or over 1.25: no router that keeps every key under a tenth of the mean
+    // home whatever its future is within the goal, or within 1.25
+    std::size_t safe_over_goal = 0;
+    std::size_t safe_over = 0;
+    double worst_balance = 0;  // max/mean
+    double worst_excess = -1;  // max/mean - goal
     double worst_fanout = 0;
     std::size_t cold_moved = 0;
     std::uint64_t uniform_salted = 0;
@@ -438,6 +444,8 @@ struct summary {
         floor_over_2 += r.bound_fanout > 2.0 ? 1U : 0U;
         worst_safe_goal = std::max(worst_safe_goal, r.safe_goal());
         bound_over += r.bound > 1.25 ? 1U : 0U;
+        safe_over_goal += r.safe_bound > r.goal() ? 1U : 0U;
+        safe_over += r.safe_bound > 1.25 ? 1U : 0U;
         worst_floor = std::max(worst_floor, r.bound_fanout);
         worst_balance = std::max(worst_balance, r.max_over_mean);
         worst_excess = std::max(worst_excess, r.max_over_mean - r.goal());
@@ -528,6 +536,12 @@ auto run_family(std::uint64_t first, std::uint64_t count, unsigned jobs, bool ch
         "windows where keys under a tenth of the mean put over 1.25 times it on a partition "
         "(B > 1.25: over 1.25 for any router that keeps them home): %.1f%%\n",
         100.0 * static_cast<double>(all.bound_over) / n);
+    std::printf(
+        "windows where the threshold's cost alone passes the goal (B' > max(1.10, B + 0.02): "
+        "over the goal for any router that keeps every key under a tenth of the mean home "
+        "whatever its future): %.1f%%; where it passes 1.25 (B' > 1.25): %.1f%%\n",
+        100.0 * static_cast<double>(all.safe_over_goal) / n,
+        100.0 * static_cast<double>(all.safe_over) / n);
     std::printf(
         "within max(1.10, B' + 0.02), B' with the threshold's cost, in %.1f%% of windows (p99 "
         "%+.3f over it); that goal is at most %.3f\n",

@@ -211,6 +211,7 @@ public:
         s.window = m_clock.current();
         const std::uint64_t t = m_planner.threshold(s.window);
         s.threshold = t == detail::planner::unplanned ? 0 : t;
+        s.level = m_planner.level();
         s.memory_bytes = memory_bytes();
         detail::gather_stats(s, m_lanes, m_table, m_n);
         return s;

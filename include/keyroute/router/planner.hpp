@@ -13,6 +13,8 @@
 /// 3. room: the level every partition should end the window at, (1 + headroom) times the mean,
 ///    less what each already has, less what its untracked keys will add, less what tracked keys
 ///    that are not proven yet (fewer events than the threshold in this window) will send home;
+///    the headroom is set at each window's start from how far the window before ended over its
+///    level (see level());
 /// 4. water-fill the proven keys' expected volumes into that room (water_fill.hpp) and publish
 ///    the pieces (plan.hpp).
 /// A key whose estimate was wrong, a partition that got more than planned, late events: all show
@@ -54,8 +56,19 @@ struct planner_config {
 class planner {
 public:
     static constexpr std::uint64_t unplanned = std::numeric_limits<std::uint64_t>::max();
-    /// The level partitions are filled to, over the mean: the balance the plans aim at.
+    /// The level partitions are filled to is (1 + headroom) times the mean. A router's first two
+    /// windows use `headroom`; each later window's is set when it opens, from the last plan of
+    /// the window before: the balance goal (max/mean 1.10, or the busiest partition's untracked
+    /// load over the mean plus 0.02 where that is higher) less `margin`, less how far the
+    /// busiest partition holding tracked keys' events was over its level then; within
+    /// [min_headroom, max_headroom]. A window that ended over its level lowers the next at once;
+    /// one that ended under it raises it (the second window, only raises: the first's plans were
+    /// projections). A higher level puts a key on fewer partitions.
     static constexpr double headroom = 0.05;
+    static constexpr double min_headroom = 0.02;
+    static constexpr double max_headroom = 0.08;
+    static constexpr double balance_goal = 1.10;
+    static constexpr double margin = 0.01;
     /// How far over the level a key's pieces may be filled, over the mean, before the key takes
     /// one more partition.
     static constexpr double overfill = 0.03;
@@ -107,6 +120,11 @@ public:
         return t == unplanned ? 0 : t;
     }
     /// Plans made so far, modulo 2^32 (key_table's eviction grace counts them).
+    /// The level the latest plan filled partitions to, over the mean (1 + headroom).
+    [[nodiscard]] auto level() const noexcept -> double {
+        return 1.0 + static_cast<double>(m_headroom_now.load(std::memory_order_relaxed));
+    }
+
     [[nodiscard]] auto plans() const noexcept -> std::uint32_t {
         return m_plans.load(std::memory_order_relaxed);
     }
@@ -219,6 +237,11 @@ private:
             }
         }
         m_prev_events = m_window == w - 1 ? prev : 0;
+        if (m_window == w - 1) {
+            set_headroom();
+        } else {
+            m_followed = false;
+        }
         m_window = w;
         m_events_last = 0;
         m_events_before = 0;
@@ -264,6 +287,7 @@ private:
             x.cold_last = cold;
             m_room[p] = static_cast<double>(load);
         }
+        note_balance();
         for (std::uint32_t s = 0; s < m_c.slots; ++s) {
             key& k = m_keys[s];
             const std::uint32_t inc = table.at(s).incarnation.load(std::memory_order_relaxed);
@@ -307,6 +331,32 @@ private:
         return latest;
     }
 
+    /// After measure(): how far over the level the loads so far are (m_room holds the loads).
+    void note_balance() noexcept {
+        const double mean = std::max(static_cast<double>(m_events) / m_c.partitions, 1.0);
+        m_balance.over = -1;
+        m_balance.cold = 0;
+        for (std::uint32_t p = 0; p < m_c.partitions; ++p) {
+            const auto cold = static_cast<double>(m_parts[p].cold_last);
+            m_balance.cold = std::max(m_balance.cold, cold / mean);
+            // Only where tracked keys sent events: a level cannot move untracked load.
+            if (m_room[p] > cold)
+                m_balance.over = std::max(m_balance.over, m_room[p] / mean - 1.0 - m_headroom);
+        }
+    }
+
+    /// At a window's start, from the window before's last plan (if it was late in that window).
+    void set_headroom() noexcept {
+        if (m_balance.phi >= 0.75) {
+            const double goal = std::max(balance_goal, m_balance.cold + 0.02);
+            const double want = goal - 1.0 - margin - std::max(m_balance.over, 0.0);
+            if (m_followed || want > m_headroom)
+                m_headroom = std::clamp(want, min_headroom, max_headroom);
+        }
+        m_followed = true;
+        m_balance = balance{};
+    }
+
     /// The rest of the window and the threshold, given how far into it the latest event is.
     void estimate(double phi) noexcept {
         const auto e = static_cast<double>(m_events);
@@ -326,6 +376,7 @@ private:
         m_rest = std::max(per_window * (1.0 - std::min(phi, 1.0)), gap);
         m_end = e + m_rest;
         m_phi_last = phi;
+        m_balance.phi = phi;
         m_events_before = m_events;
         if (m_c.threshold != 0) {
             m_t = m_c.threshold;
@@ -375,7 +426,7 @@ private:
     template <class Hook>
     void place(std::int64_t w, key_table& table, plan_store& plans, const availability& avail,
                const Hook& before_publish) noexcept {
-        const double level = (1.0 + headroom) * m_end / m_c.partitions;
+        const double level = (1.0 + m_headroom) * m_end / m_c.partitions;
         for (std::uint32_t p = 0; p < m_c.partitions; ++p) {
             m_room[p] = avail.down(p) ? -1.0
                                       : level - m_room[p] -
@@ -452,7 +503,7 @@ private:
         double demand = 0;
         for (std::uint32_t i = 0; i < count; ++i)
             demand += static_cast<double>(m_demands[i].volume);
-        demand *= 1.0 + headroom;
+        demand *= 1.0 + m_headroom;
         for (int round = 0; round < 4; ++round) {
             double room = 0;
             std::uint32_t up = 0;
@@ -519,6 +570,7 @@ private:
                     std::memory_order_relaxed);
         m_last_events.store(m_events, std::memory_order_relaxed);
         m_threshold.store(m_t, std::memory_order_relaxed);
+        m_headroom_now.store(static_cast<float>(m_headroom), std::memory_order_relaxed);
         m_plans.store(m_plans.load(std::memory_order_relaxed) + 1U, std::memory_order_relaxed);
         m_level_window.store(w, std::memory_order_release);
     }
@@ -528,6 +580,7 @@ private:
     // Published for the lanes.
     alignas(64) std::atomic<std::int64_t> m_level_window{no_window};
     std::atomic<std::uint64_t> m_threshold{unplanned};
+    std::atomic<float> m_headroom_now{static_cast<float>(headroom)};
     std::atomic<std::uint32_t> m_run{1};
     std::atomic<std::uint32_t> m_sample_gap{1};
     std::atomic<std::uint64_t> m_gap;
@@ -539,6 +592,14 @@ private:
     // The planning thread's (under m_busy).
     std::int64_t m_window = no_window;
     bool m_window_start = false;  // this plan is its window's first
+    double m_headroom = headroom;
+    bool m_followed = false;  // the current window follows one that followed another
+    struct balance {
+        double phi = 0;   // how far into its window the latest plan was
+        double over = 0;  // the most load over the level there, over the mean (tracked keys')
+        double cold = 0;  // the most untracked load on a partition, over the mean
+    };
+    balance m_balance;  // at the latest plan
     std::uint64_t m_prev_events = 0;
     std::uint64_t m_events = 0;
     std::uint64_t m_events_last = 0;    // at the last measurement (rates)

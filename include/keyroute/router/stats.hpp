@@ -30,9 +30,12 @@ struct hot_key_info {
 struct salting_stats {
     std::int64_t window = 0;      ///< current window index
     std::uint64_t threshold = 0;  ///< the threshold now in force (0 before the window's first plan)
-    std::uint64_t routed = 0;     ///< events routed since construction
-    std::uint64_t salted = 0;     ///< of which placed by the hot-key logic
-    std::uint64_t stamped = 0;    ///< of which carried a stamp
+    /// The load over the mean the latest plan fills partitions to: 1.05 in a router's first
+    /// windows, then set each window from how far the window before ended over it (1.02 to 1.08)
+    double level = 0;
+    std::uint64_t routed = 0;              ///< events routed since construction
+    std::uint64_t salted = 0;              ///< of which placed by the hot-key logic
+    std::uint64_t stamped = 0;             ///< of which carried a stamp
     std::uint64_t admissions_refused = 0;  ///< keys not tracked: their probe group was full
     std::uint64_t sketch_skipped = 0;      ///< untracked events the admission sampler did not draw
     /// of `routed`, through the overflow lane (threads beyond salting_config::lanes): sent home,
