@@ -56,14 +56,16 @@ struct planner_config {
 class planner {
 public:
     static constexpr std::uint64_t unplanned = std::numeric_limits<std::uint64_t>::max();
-    /// The level partitions are filled to is (1 + headroom) times the mean. A router's first two
-    /// windows use `headroom`; each later window's is set when it opens, from the last plan of
-    /// the window before: the balance goal (max/mean 1.10, or the busiest partition's untracked
-    /// load over the mean plus 0.02 where that is higher) less `margin`, less how far the
-    /// busiest partition holding tracked keys' events was over its level then; within
-    /// [min_headroom, max_headroom]. A window that ended over its level lowers the next at once;
-    /// one that ended under it raises it (the second window, only raises: the first's plans were
-    /// projections). A higher level puts a key on fewer partitions.
+    /// Partitions are filled to a level of (1 + headroom) times the mean; a higher level puts a
+    /// key on fewer partitions. The level starts at 1 + `headroom`. When a window opens right
+    /// after another, the other's last plan (if it came in its last quarter) sets it: let O be
+    /// the most that tracked keys' events took a partition over the level, over the mean (at
+    /// most their events there: a level cannot move untracked load; 0 where none was over), and
+    /// T the balance goal (max/mean 1.10, or the busiest partition's untracked load over the
+    /// mean plus 0.02 where that is higher) less `margin`; the level becomes T - O, within
+    /// 1 + [min_headroom, max_headroom]. So a partition that ended O over the level ends the
+    /// next window near T. In the window after a router's first (whose plans were projections), or
+    /// after a gap, the level only rises.
     static constexpr double headroom = 0.05;
     static constexpr double min_headroom = 0.02;
     static constexpr double max_headroom = 0.08;
@@ -119,12 +121,11 @@ public:
         const std::uint64_t t = m_threshold.load(std::memory_order_relaxed);
         return t == unplanned ? 0 : t;
     }
-    /// Plans made so far, modulo 2^32 (key_table's eviction grace counts them).
-    /// The level the latest plan filled partitions to, over the mean (1 + headroom).
+    /// The level the latest plan filled partitions to, over the mean (1 + headroom before any).
     [[nodiscard]] auto level() const noexcept -> double {
-        return 1.0 + static_cast<double>(m_headroom_now.load(std::memory_order_relaxed));
+        return 1.0 + m_headroom_now.load(std::memory_order_relaxed);
     }
-
+    /// Plans made so far, modulo 2^32 (key_table's eviction grace counts them).
     [[nodiscard]] auto plans() const noexcept -> std::uint32_t {
         return m_plans.load(std::memory_order_relaxed);
     }
@@ -334,14 +335,15 @@ private:
     /// After measure(): how far over the level the loads so far are (m_room holds the loads).
     void note_balance() noexcept {
         const double mean = std::max(static_cast<double>(m_events) / m_c.partitions, 1.0);
-        m_balance.over = -1;
+        m_balance.over = 0;
         m_balance.cold = 0;
         for (std::uint32_t p = 0; p < m_c.partitions; ++p) {
             const auto cold = static_cast<double>(m_parts[p].cold_last);
             m_balance.cold = std::max(m_balance.cold, cold / mean);
-            // Only where tracked keys sent events: a level cannot move untracked load.
-            if (m_room[p] > cold)
-                m_balance.over = std::max(m_balance.over, m_room[p] / mean - 1.0 - m_headroom);
+            // At most the tracked keys' events there: a level cannot move untracked load.
+            const double over = std::min(m_room[p] / mean - 1.0 - m_headroom,
+                                         (m_room[p] - std::min(cold, m_room[p])) / mean);
+            m_balance.over = std::max(m_balance.over, over);
         }
     }
 
@@ -349,7 +351,7 @@ private:
     void set_headroom() noexcept {
         if (m_balance.phi >= 0.75) {
             const double goal = std::max(balance_goal, m_balance.cold + 0.02);
-            const double want = goal - 1.0 - margin - std::max(m_balance.over, 0.0);
+            const double want = goal - 1.0 - margin - m_balance.over;
             if (m_followed || want > m_headroom)
                 m_headroom = std::clamp(want, min_headroom, max_headroom);
         }
@@ -570,7 +572,7 @@ private:
                     std::memory_order_relaxed);
         m_last_events.store(m_events, std::memory_order_relaxed);
         m_threshold.store(m_t, std::memory_order_relaxed);
-        m_headroom_now.store(static_cast<float>(m_headroom), std::memory_order_relaxed);
+        m_headroom_now.store(m_headroom, std::memory_order_relaxed);
         m_plans.store(m_plans.load(std::memory_order_relaxed) + 1U, std::memory_order_relaxed);
         m_level_window.store(w, std::memory_order_release);
     }
@@ -580,7 +582,7 @@ private:
     // Published for the lanes.
     alignas(64) std::atomic<std::int64_t> m_level_window{no_window};
     std::atomic<std::uint64_t> m_threshold{unplanned};
-    std::atomic<float> m_headroom_now{static_cast<float>(headroom)};
+    std::atomic<double> m_headroom_now{headroom};
     std::atomic<std::uint32_t> m_run{1};
     std::atomic<std::uint32_t> m_sample_gap{1};
     std::atomic<std::uint64_t> m_gap;
@@ -593,10 +595,12 @@ private:
     std::int64_t m_window = no_window;
     bool m_window_start = false;  // this plan is its window's first
     double m_headroom = headroom;
-    bool m_followed = false;  // the current window follows one that followed another
+    // The running window opened right after another (so the next window's start may lower the
+    // level: this one's plans were not projections).
+    bool m_followed = false;
     struct balance {
         double phi = 0;   // how far into its window the latest plan was
-        double over = 0;  // the most load over the level there, over the mean (tracked keys')
+        double over = 0;  // the most tracked keys put over the level on a partition, / mean
         double cold = 0;  // the most untracked load on a partition, over the mean
     };
     balance m_balance;  // at the latest plan

@@ -30,8 +30,9 @@ struct hot_key_info {
 struct salting_stats {
     std::int64_t window = 0;      ///< current window index
     std::uint64_t threshold = 0;  ///< the threshold now in force (0 before the window's first plan)
-    /// The load over the mean the latest plan fills partitions to: 1.05 in a router's first
-    /// windows, then set each window from how far the window before ended over it (1.02 to 1.08)
+    /// The load over the mean the latest plan fills partitions to, 1.02 to 1.08: 1.05 at first,
+    /// then set at each window's start from how far tracked keys' events took a partition over
+    /// it in the window before (docs/router.md, "Room")
     double level = 0;
     std::uint64_t routed = 0;              ///< events routed since construction
     std::uint64_t salted = 0;              ///< of which placed by the hot-key logic
@@ -48,8 +49,8 @@ struct salting_stats {
 
 namespace detail {
 
-/// Fills `s` (its window, threshold and memory_bytes already set) from the lanes and the table,
-/// for the router's current window s.window over `partitions` partitions.
+/// Fills `s` (its window, threshold, level and memory_bytes already set) from the lanes and the
+/// table, for the router's current window s.window over `partitions` partitions.
 inline void gather_stats(salting_stats& s, const lane_registry& lanes, const key_table& table,
                          std::uint32_t partitions) {
     const std::uint32_t slots = table.slots();
