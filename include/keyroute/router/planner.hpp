@@ -10,11 +10,10 @@
 ///    time, each partition's untracked share and each key's share, from the recent interval
 ///    blended with what earlier plans measured (the first plan of a window starts from the last
 ///    plan of the window before);
-/// 3. room: the level every partition should end the window at, (1 + headroom) times the mean,
-///    less what each already has, less what its untracked keys will add, less what tracked keys
-///    that are not proven yet (fewer events than the threshold in this window) will send home;
-///    the headroom is set at each window's start from how far the window before ended over its
-///    level (see level());
+/// 3. room: every partition should end the window at the level (fill_level.hpp, corrected from
+///    window to window) times the mean; its room is that less what it already has, less what its
+///    untracked keys will add, less what tracked keys that are not proven yet (fewer events than
+///    the threshold in this window) will send home;
 /// 4. water-fill the proven keys' expected volumes into that room (water_fill.hpp) and publish
 ///    the pieces (plan.hpp).
 /// A key whose estimate was wrong, a partition that got more than planned, late events: all show
@@ -29,6 +28,7 @@
 /// falls below min_threshold and only grows within a window.
 
 #include "availability.hpp"
+#include "fill_level.hpp"
 #include "key_table.hpp"
 #include "lanes.hpp"
 #include "plan.hpp"
@@ -56,21 +56,6 @@ struct planner_config {
 class planner {
 public:
     static constexpr std::uint64_t unplanned = std::numeric_limits<std::uint64_t>::max();
-    /// Partitions are filled to a level of (1 + headroom) times the mean; a higher level puts a
-    /// key on fewer partitions. The level starts at 1 + `headroom`. When a window opens right
-    /// after another, the other's last plan (if it came in its last quarter) sets it: let O be
-    /// the most that tracked keys' events took a partition over the level, over the mean (at
-    /// most their events there: a level cannot move untracked load; 0 where none was over), and
-    /// T the balance goal (max/mean 1.10, or the busiest partition's untracked load over the
-    /// mean plus 0.02 where that is higher) less `margin`; the level becomes T - O, within
-    /// 1 + [min_headroom, max_headroom]. So a partition that ended O over the level ends the
-    /// next window near T. In the window after a router's first (whose plans were projections), or
-    /// after a gap, the level only rises.
-    static constexpr double headroom = 0.05;
-    static constexpr double min_headroom = 0.02;
-    static constexpr double max_headroom = 0.08;
-    static constexpr double balance_goal = 1.10;
-    static constexpr double margin = 0.01;
     /// How far over the level a key's pieces may be filled, over the mean, before the key takes
     /// one more partition.
     static constexpr double overfill = 0.03;
@@ -121,10 +106,8 @@ public:
         const std::uint64_t t = m_threshold.load(std::memory_order_relaxed);
         return t == unplanned ? 0 : t;
     }
-    /// The level the latest plan filled partitions to, over the mean (1 + headroom before any).
-    [[nodiscard]] auto level() const noexcept -> double {
-        return 1.0 + m_headroom_now.load(std::memory_order_relaxed);
-    }
+    /// The level the latest plan filled partitions to, over the mean (fill_level.hpp).
+    [[nodiscard]] auto level() const noexcept -> double { return m_level.published(); }
     /// Plans made so far, modulo 2^32 (key_table's eviction grace counts them).
     [[nodiscard]] auto plans() const noexcept -> std::uint32_t {
         return m_plans.load(std::memory_order_relaxed);
@@ -163,7 +146,12 @@ public:
             m_window_start = w != m_window;
             if (m_window_start) start_window(w, lanes);
             const std::int64_t latest = measure(w, lanes, table);
-            estimate(clock.position(latest, w));
+            const double phi = clock.position(latest, w);
+            estimate(phi);
+            m_level.note(
+                m_c.partitions, static_cast<double>(m_events) / m_c.partitions, phi,
+                [&](std::uint32_t p) { return m_room[p]; },
+                [&](std::uint32_t p) { return static_cast<double>(m_parts[p].cold_last); });
             make_room(w, table);
             place(w, table, plans, avail, before_publish);
             table.rebuild_filter();
@@ -238,11 +226,7 @@ private:
             }
         }
         m_prev_events = m_window == w - 1 ? prev : 0;
-        if (m_window == w - 1) {
-            set_headroom();
-        } else {
-            m_followed = false;
-        }
+        m_level.next_window(m_window == w - 1);
         m_window = w;
         m_events_last = 0;
         m_events_before = 0;
@@ -288,7 +272,6 @@ private:
             x.cold_last = cold;
             m_room[p] = static_cast<double>(load);
         }
-        note_balance();
         for (std::uint32_t s = 0; s < m_c.slots; ++s) {
             key& k = m_keys[s];
             const std::uint32_t inc = table.at(s).incarnation.load(std::memory_order_relaxed);
@@ -332,33 +315,6 @@ private:
         return latest;
     }
 
-    /// After measure(): how far over the level the loads so far are (m_room holds the loads).
-    void note_balance() noexcept {
-        const double mean = std::max(static_cast<double>(m_events) / m_c.partitions, 1.0);
-        m_balance.over = 0;
-        m_balance.cold = 0;
-        for (std::uint32_t p = 0; p < m_c.partitions; ++p) {
-            const auto cold = static_cast<double>(m_parts[p].cold_last);
-            m_balance.cold = std::max(m_balance.cold, cold / mean);
-            // At most the tracked keys' events there: a level cannot move untracked load.
-            const double over = std::min(m_room[p] / mean - 1.0 - m_headroom,
-                                         (m_room[p] - std::min(cold, m_room[p])) / mean);
-            m_balance.over = std::max(m_balance.over, over);
-        }
-    }
-
-    /// At a window's start, from the window before's last plan (if it was late in that window).
-    void set_headroom() noexcept {
-        if (m_balance.phi >= 0.75) {
-            const double goal = std::max(balance_goal, m_balance.cold + 0.02);
-            const double want = goal - 1.0 - margin - m_balance.over;
-            if (m_followed || want > m_headroom)
-                m_headroom = std::clamp(want, min_headroom, max_headroom);
-        }
-        m_followed = true;
-        m_balance = balance{};
-    }
-
     /// The rest of the window and the threshold, given how far into it the latest event is.
     void estimate(double phi) noexcept {
         const auto e = static_cast<double>(m_events);
@@ -378,7 +334,6 @@ private:
         m_rest = std::max(per_window * (1.0 - std::min(phi, 1.0)), gap);
         m_end = e + m_rest;
         m_phi_last = phi;
-        m_balance.phi = phi;
         m_events_before = m_events;
         if (m_c.threshold != 0) {
             m_t = m_c.threshold;
@@ -428,7 +383,7 @@ private:
     template <class Hook>
     void place(std::int64_t w, key_table& table, plan_store& plans, const availability& avail,
                const Hook& before_publish) noexcept {
-        const double level = (1.0 + m_headroom) * m_end / m_c.partitions;
+        const double level = m_level.level() * m_end / m_c.partitions;
         for (std::uint32_t p = 0; p < m_c.partitions; ++p) {
             m_room[p] = avail.down(p) ? -1.0
                                       : level - m_room[p] -
@@ -505,7 +460,7 @@ private:
         double demand = 0;
         for (std::uint32_t i = 0; i < count; ++i)
             demand += static_cast<double>(m_demands[i].volume);
-        demand *= 1.0 + m_headroom;
+        demand *= m_level.level();
         for (int round = 0; round < 4; ++round) {
             double room = 0;
             std::uint32_t up = 0;
@@ -572,7 +527,7 @@ private:
                     std::memory_order_relaxed);
         m_last_events.store(m_events, std::memory_order_relaxed);
         m_threshold.store(m_t, std::memory_order_relaxed);
-        m_headroom_now.store(m_headroom, std::memory_order_relaxed);
+        m_level.publish();
         m_plans.store(m_plans.load(std::memory_order_relaxed) + 1U, std::memory_order_relaxed);
         m_level_window.store(w, std::memory_order_release);
     }
@@ -582,7 +537,6 @@ private:
     // Published for the lanes.
     alignas(64) std::atomic<std::int64_t> m_level_window{no_window};
     std::atomic<std::uint64_t> m_threshold{unplanned};
-    std::atomic<double> m_headroom_now{headroom};
     std::atomic<std::uint32_t> m_run{1};
     std::atomic<std::uint32_t> m_sample_gap{1};
     std::atomic<std::uint64_t> m_gap;
@@ -594,16 +548,7 @@ private:
     // The planning thread's (under m_busy).
     std::int64_t m_window = no_window;
     bool m_window_start = false;  // this plan is its window's first
-    double m_headroom = headroom;
-    // The running window opened right after another (so the next window's start may lower the
-    // level: this one's plans were not projections).
-    bool m_followed = false;
-    struct balance {
-        double phi = 0;   // how far into its window the latest plan was
-        double over = 0;  // the most tracked keys put over the level on a partition, / mean
-        double cold = 0;  // the most untracked load on a partition, over the mean
-    };
-    balance m_balance;  // at the latest plan
+    fill_level m_level;
     std::uint64_t m_prev_events = 0;
     std::uint64_t m_events = 0;
     std::uint64_t m_events_last = 0;    // at the last measurement (rates)
