@@ -13,8 +13,9 @@
 ///   note, if that came in its last quarter: the balance goal (max/mean `goal`, or the most
 ///   untracked load plus 0.02 where that is higher) less `margin`, less that overshoot, within
 ///   1 + [min_headroom, max_headroom]. So a partition that tracked keys took over the level ends
-///   the next window near the goal less the margin. After a router's first window (whose plans
-///   were projections), or after a gap, the level only rises.
+///   the next window near the goal less the margin. A window that does not follow the last
+///   note's (a gap) leaves the level as it is; in the window after a router's first (whose
+///   plans were projections) or after a gap's first, it only rises.
 /// One thread at a time (the planner's) but for published(), which any thread may read.
 
 #include <algorithm>
@@ -35,7 +36,8 @@ public:
     [[nodiscard]] auto level() const noexcept -> double { return 1.0 + m_headroom; }
 
     /// At a plan, `at` of the way into its window: `load(p)` and `untracked(p)` are partition p's
-    /// events so far and those of untracked keys, `mean` the events so far per partition.
+    /// events so far and those of untracked keys (taken at most `load(p)`), `mean` the events so
+    /// far per partition (taken at least 1). The overshoot noted is at least 0.
     template <class Load, class Untracked>
     void note(std::uint32_t partitions, double mean, double at, const Load& load,
               const Untracked& untracked) noexcept {
@@ -45,7 +47,8 @@ public:
             const double l = load(p);
             const double u = std::min(untracked(p), l);
             m_note.untracked = std::max(m_note.untracked, u / mean);
-            m_note.over = std::max(m_note.over, std::min(l / mean - level(), (l - u) / mean));
+            m_note.over =
+                std::max(m_note.over, std::min(l / mean - 1.0 - m_headroom, (l - u) / mean));
         }
     }
 

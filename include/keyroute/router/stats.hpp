@@ -31,8 +31,8 @@ struct salting_stats {
     std::int64_t window = 0;      ///< current window index
     std::uint64_t threshold = 0;  ///< the threshold now in force (0 before the window's first plan)
     /// The load over the mean the latest plan fills partitions to, 1.02 to 1.08: 1.05 at first,
-    /// then set at each window's start from how far tracked keys' events took a partition over
-    /// it in the window before (docs/router.md, "Room")
+    /// then set when a window follows another from how far tracked keys' events took a
+    /// partition over it in the window before (docs/router.md, "Room")
     double level = 0;
     std::uint64_t routed = 0;              ///< events routed since construction
     std::uint64_t salted = 0;              ///< of which placed by the hot-key logic
